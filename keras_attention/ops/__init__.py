@@ -1,0 +1,22 @@
+"""Pure functions on `keras.ops`: masks, masked softmax, attention maths.
+
+Layers hold weights and call these; nothing here creates variables.
+"""
+
+from keras_attention.ops.attention import scaled_dot_product_attention
+from keras_attention.ops.masking import causal_mask
+from keras_attention.ops.masking import large_negative
+from keras_attention.ops.masking import local_mask
+from keras_attention.ops.masking import masked_softmax
+from keras_attention.ops.masking import merge_masks
+from keras_attention.ops.masking import pairwise_mask
+
+__all__ = [
+    "causal_mask",
+    "large_negative",
+    "local_mask",
+    "masked_softmax",
+    "merge_masks",
+    "pairwise_mask",
+    "scaled_dot_product_attention",
+]

@@ -1,0 +1,105 @@
+"""Scaled dot-product attention on `keras.ops`."""
+
+import math
+
+import keras
+from keras import ops
+
+from keras_attention.ops.masking import masked_softmax
+
+
+def scaled_dot_product_attention(
+    query,
+    key,
+    value,
+    mask=None,
+    scale=None,
+    dropout=0.0,
+    training=False,
+    seed=None,
+    return_attention_scores=False,
+    flash_attention=None,
+):
+    """Multi-head scaled dot-product attention (Vaswani et al., eq. 1).
+
+    ```
+    logits  = einsum("btnh,bsnh->bnts", query, key) * scale
+    weights = masked_softmax(logits, mask)          # (B, N, T, S)
+    output  = einsum("bnts,bsnh->btnh", weights, value)
+    ```
+
+    With no weights requested, no dropout in effect and value heads as wide
+    as key heads, the work goes to
+    `keras.ops.dot_product_attention`, which uses the backend's fused kernel
+    (flash attention where the backend, device and arguments allow). The
+    explicit path above computes the same values and is used otherwise.
+
+    Masking: `mask` is boolean, `True` = keep. A query row whose keys are all
+    masked gets zero weights and a zero output on both paths, never NaN.
+
+    Args:
+        query: tensor of shape `(B, T, N, H)`.
+        key: tensor of shape `(B, S, N, H)`.
+        value: tensor of shape `(B, S, N, Hv)`.
+        mask: optional boolean tensor broadcastable to `(B, T, S)`; it is
+            shared by all heads.
+        scale: float. Multiplies the logits. Defaults to `1 / sqrt(H)`.
+        dropout: float in `[0, 1)`. Dropout rate on the attention weights,
+            applied only when `training` is true.
+        training: bool. Whether dropout is in effect.
+        seed: a `keras.random.SeedGenerator` (or int) for the dropout.
+        return_attention_scores: bool. Also return the weights `(B, N, T, S)`
+            (after the softmax, before dropout).
+        flash_attention: `None` (let the backend choose), `True` or `False`.
+            Passed to `keras.ops.dot_product_attention`.
+
+    Returns:
+        `output` of shape `(B, T, N, Hv)`, or `(output, weights)` when
+        `return_attention_scores` is true.
+    """
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.shape[-1])
+    use_dropout = bool(training) and dropout > 0.0
+    if mask is not None:
+        mask = ops.cast(mask, "bool")
+
+    # jax's fused kernel needs value heads as wide as key heads.
+    same_width = value.shape[-1] == query.shape[-1]
+    if same_width and not (return_attention_scores or use_dropout):
+        return _fused_attention(query, key, value, mask, scale, flash_attention)
+
+    # (B, N, T, S) logits; the query is scaled first, as keras.layers does.
+    query = ops.multiply(query, ops.cast(scale, query.dtype))
+    logits = ops.einsum("btnh,bsnh->bnts", query, key)
+    if mask is not None:
+        mask = ops.expand_dims(mask, -3)  # (B, 1, T, S), shared by heads
+    weights = masked_softmax(logits, mask, axis=-1)
+    dropped = weights
+    if use_dropout:
+        dropped = keras.random.dropout(weights, dropout, seed=seed)
+    output = ops.einsum("bnts,bsnh->btnh", dropped, value)
+    if return_attention_scores:
+        return output, weights
+    return output
+
+
+def _fused_attention(query, key, value, mask, scale, flash_attention):
+    if mask is None:
+        return ops.dot_product_attention(
+            query, key, value, scale=scale, flash_attention=flash_attention
+        )
+    # The fused kernels turn a fully masked row into a uniform average (or
+    # NaN on some backends). Open such rows to every key, then zero them.
+    has_key = ops.any(mask, axis=-1, keepdims=True)  # (B, T, 1)
+    mask = ops.logical_or(mask, ops.logical_not(has_key))
+    output = ops.dot_product_attention(
+        query,
+        key,
+        value,
+        mask=ops.expand_dims(mask, -3),  # (B, 1, T, S)
+        scale=scale,
+        flash_attention=flash_attention,
+    )
+    # (B, T, 1) -> (B, T, 1, 1) to broadcast over heads and width.
+    has_key = ops.expand_dims(has_key, -1)
+    return ops.where(has_key, output, ops.zeros_like(output))

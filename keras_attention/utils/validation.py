@@ -1,0 +1,74 @@
+"""Argument checks shared by layers. Each error names the argument and value.
+
+Shape checks run on static shapes only: a dimension that is `None` (unknown
+until run time) is not checked.
+"""
+
+
+def check_positive_int(name, value, allow_none=False):
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        expected = "a positive integer" + (" or None" if allow_none else "")
+        raise ValueError(
+            f"Argument `{name}` must be {expected}. Received: {name}={value!r}"
+        )
+
+
+def check_rate(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(
+            f"Argument `{name}` must be a float in [0, 1). "
+            f"Received: {name}={value!r}"
+        )
+    if not 0.0 <= value < 1.0:
+        raise ValueError(
+            f"Argument `{name}` must be a float in [0, 1). "
+            f"Received: {name}={value!r}"
+        )
+
+
+def check_choice(name, value, choices):
+    if value not in choices:
+        raise ValueError(
+            f"Argument `{name}` must be one of {tuple(choices)}. "
+            f"Received: {name}={value!r}"
+        )
+
+
+def check_rank(name, shape, rank):
+    if shape is None:
+        return
+    if len(shape) != rank:
+        raise ValueError(
+            f"Argument `{name}` must have rank {rank}. Received: "
+            f"{name} with shape {tuple(shape)} (rank {len(shape)})"
+        )
+
+
+def check_dims(name, shape, expected, what):
+    """Checks `shape` against `expected` where both are known.
+
+    `expected` is a tuple with `None` for dimensions that may be anything.
+    `what` describes the expected shape in words for the message.
+    """
+    if shape is None:
+        return
+    shape = tuple(shape)
+    mismatch = len(shape) != len(expected) or any(
+        e is not None and s is not None and s != e
+        for s, e in zip(shape, expected)
+    )
+    if mismatch:
+        raise ValueError(
+            f"Argument `{name}` must have shape {what}. "
+            f"Received: {name} with shape {shape}"
+        )
+
+
+def static_shape(x):
+    """The static shape of a tensor as a tuple, or `None` if not a tensor."""
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        return None
+    return tuple(None if d is None else int(d) for d in shape)
