@@ -1,0 +1,60 @@
+"""Dataset location and loaders for the reference applications.
+
+Data files are found through, in this order, an explicit `data_dir`
+argument (applications: `--data-dir`), the environment variable
+`KERAS_ATTENTION_DATA`, or a download into the Keras cache from the
+canonical URL (see `get_file`). Local files are checked against the sha256
+values in `KNOWN_FILES`.
+
+The loaders return plain Python lists and NumPy arrays:
+
+- `load_sick`: SICK relatedness scores and entailment judgments.
+- `load_snli`: SNLI 1.0 premise / hypothesis / label triples.
+- `load_glove`: GloVe 6B 50d vectors (staged subset).
+- `load_multi30k`: Multi30k English-German sentence pairs.
+
+`tokenize`, `build_vocabulary`, `LABELS` and `encode_labels` are shared
+text helpers for the word-level NLI models.
+"""
+
+from keras_attention.data.checksums import KNOWN_FILES
+from keras_attention.data.checksums import KnownFile
+from keras_attention.data.glove import load_glove
+from keras_attention.data.glove import read_glove_file
+from keras_attention.data.multi30k import load_multi30k
+from keras_attention.data.multi30k import read_parallel
+from keras_attention.data.resolver import ENV_VAR
+from keras_attention.data.resolver import get_data_dir
+from keras_attention.data.resolver import get_file
+from keras_attention.data.resolver import read_lines
+from keras_attention.data.sick import load_sick
+from keras_attention.data.sick import read_sick_file
+from keras_attention.data.snli import LABELS
+from keras_attention.data.snli import build_vocabulary
+from keras_attention.data.snli import encode_labels
+from keras_attention.data.snli import load_snli
+from keras_attention.data.snli import read_snli_jsonl
+from keras_attention.data.snli import read_snli_tokenized
+from keras_attention.data.snli import tokenize
+
+__all__ = [
+    "ENV_VAR",
+    "KNOWN_FILES",
+    "KnownFile",
+    "LABELS",
+    "build_vocabulary",
+    "encode_labels",
+    "get_data_dir",
+    "get_file",
+    "load_glove",
+    "load_multi30k",
+    "load_sick",
+    "load_snli",
+    "read_glove_file",
+    "read_lines",
+    "read_parallel",
+    "read_sick_file",
+    "read_snli_jsonl",
+    "read_snli_tokenized",
+    "tokenize",
+]

@@ -1,0 +1,325 @@
+"""SNLI 1.0 loaders, NLI label encoding and word-level text helpers.
+
+Two sources of SNLI are supported (see the data README):
+
+- `"infersent"`: InferSent-tokenized, line-aligned `.s1` / `.s2` / `.labels`
+  files in `snli/infersent_tok/` (dev 9,842, test 9,824, and a 9,987-pair
+  training subset `train_small`). Rows without a gold label were already
+  removed.
+- `"jsonl"`: the original JSON Lines files in `snli/jsonl/` (dev and test
+  complete, train = the first 1,024 lines of the official training file).
+  Rows with `gold_label == "-"` are skipped and counted.
+
+`tokenize` and `build_vocabulary` are the word-level helpers shared by the
+SNLI and SICK applications; `LABELS` / `encode_labels` map the three NLI
+classes to integer ids.
+"""
+
+import collections
+import json
+import re
+
+import numpy as np
+
+from keras_attention.data import resolver
+
+LABELS = ("entailment", "neutral", "contradiction")
+SPLITS = ("train", "dev", "test")
+SOURCES = ("infersent", "jsonl")
+
+_INFERSENT_PREFIX = {
+    "train": "snli/infersent_tok/train_small",
+    "dev": "snli/infersent_tok/dev",
+    "test": "snli/infersent_tok/test",
+}
+_JSONL_FILE = {
+    "train": "snli/jsonl/snli_1.0_train_first1024.jsonl.gz",
+    "dev": "snli/jsonl/snli_1.0_dev.jsonl.gz",
+    "test": "snli/jsonl/snli_1.0_test.jsonl.gz",
+}
+_NO_GOLD_LABEL = "-"
+
+# Contractions are split the Penn Treebank way ("don't" -> "do", "n't";
+# "it's" -> "it", "'s"); "..." and "--" stay whole, other punctuation
+# becomes one token per character.
+_TOKEN_PATTERN = re.compile(r"\w+(?=n't\b)|n't\b|'\w+|\w+|\.\.\.|--|[^\w\s]")
+
+
+def tokenize(text):
+    """Splits a sentence into lowercase word and punctuation tokens.
+
+    Punctuation is split off as separate tokens and contractions are split
+    the Penn Treebank way, which matches the GloVe vocabulary. Already
+    tokenized text (such as the InferSent files) is left as it is, apart
+    from lowercasing.
+
+    Example: `tokenize("A man isn't riding.")` returns
+    `["a", "man", "is", "n't", "riding", "."]`.
+
+    Args:
+        text: The sentence, a string.
+
+    Returns:
+        A list of token strings.
+
+    Raises:
+        TypeError: If `text` is not a string.
+    """
+    if not isinstance(text, str):
+        raise TypeError(
+            f"Expected `text` to be a string. Received: text={text!r} of "
+            f"type {type(text).__name__}"
+        )
+    return _TOKEN_PATTERN.findall(text.lower())
+
+
+def build_vocabulary(
+    sentences, min_count=1, reserved=("<pad>", "<unk>"), max_size=None
+):
+    """Builds a word vocabulary from sentences.
+
+    Args:
+        sentences: Iterable of sentences. Strings are split with
+            `tokenize`; lists or tuples are taken as already tokenized.
+        min_count: Minimum number of occurrences for a word to be kept.
+        reserved: Tokens placed first, in this order (by default padding
+            at index 0 and the unknown-word token at index 1). They are not
+            repeated if they also occur in the sentences.
+        max_size: Optional maximum vocabulary size, reserved tokens
+            included.
+
+    Returns:
+        A list of words: the reserved tokens, then the kept words by
+        decreasing count, ties broken by first occurrence. Index `i` of the
+        list is the id of the word.
+
+    Raises:
+        ValueError: If `min_count` is smaller than 1, if `max_size` is
+            smaller than the number of reserved tokens, or if `reserved`
+            contains duplicates.
+    """
+    if isinstance(min_count, bool) or not isinstance(min_count, int):
+        raise ValueError(
+            f"Expected `min_count` to be an integer >= 1. "
+            f"Received: min_count={min_count!r}"
+        )
+    if min_count < 1:
+        raise ValueError(
+            f"Expected `min_count` to be an integer >= 1. "
+            f"Received: min_count={min_count!r}"
+        )
+    reserved = tuple(reserved)
+    if len(set(reserved)) != len(reserved):
+        raise ValueError(
+            "Expected distinct reserved tokens. "
+            f"Received: reserved={reserved!r}"
+        )
+    if max_size is not None and max_size < len(reserved):
+        raise ValueError(
+            "Expected `max_size` to be at least the number of reserved "
+            f"tokens ({len(reserved)}). Received: max_size={max_size!r}"
+        )
+    counts = collections.Counter()
+    for sentence in sentences:
+        tokens = tokenize(sentence) if isinstance(sentence, str) else sentence
+        counts.update(tokens)
+    # Counter keeps first-insertion order, and sorted() is stable.
+    words = sorted(counts, key=lambda word: -counts[word])
+    reserved_set = set(reserved)
+    vocabulary = list(reserved)
+    for word in words:
+        if counts[word] < min_count:
+            break
+        if word in reserved_set:
+            continue
+        if max_size is not None and len(vocabulary) >= max_size:
+            break
+        vocabulary.append(word)
+    return vocabulary
+
+
+def encode_labels(labels):
+    """Maps NLI label strings to integer ids in the order of `LABELS`.
+
+    Args:
+        labels: Iterable of strings from `LABELS` ("entailment" -> 0,
+            "neutral" -> 1, "contradiction" -> 2).
+
+    Returns:
+        An `np.int32` array of shape `(len(labels),)`.
+
+    Raises:
+        ValueError: If any label is not in `LABELS`; the message lists the
+            unknown labels and the allowed set.
+    """
+    index = {label: i for i, label in enumerate(LABELS)}
+    labels = list(labels)
+    unknown = sorted({repr(x) for x in labels if x not in index})
+    if unknown:
+        raise ValueError(
+            f"Unknown label(s): {', '.join(unknown)}. Expected each label to "
+            f"be one of {LABELS}. Received: labels with {len(labels)} "
+            "entries"
+        )
+    return np.array([index[label] for label in labels], dtype=np.int32)
+
+
+def read_snli_jsonl(path):
+    """Reads an SNLI JSON Lines file (optionally gzip-compressed).
+
+    Rows whose `gold_label` is `"-"` (no annotator majority) are skipped and
+    counted. Empty lines are ignored.
+
+    Args:
+        path: Path of a `.jsonl` or `.jsonl.gz` file.
+
+    Returns:
+        A dict with `premise` (list of `sentence1`), `hypothesis` (list of
+        `sentence2`), `label` (list of gold label strings) and `skipped`
+        (number of rows without a gold label).
+
+    Raises:
+        ValueError: If a line is not a JSON object with string fields
+            `sentence1`, `sentence2` and `gold_label`, or if a gold label
+            is unknown; the message names the file and the 1-based line
+            number. Also for truncated or corrupt gzip files.
+    """
+    premise, hypothesis, label = [], [], []
+    skipped = 0
+    for number, line in enumerate(resolver.read_lines(path), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ValueError(
+                f"Malformed JSON in '{path}', line {number}: {error}."
+            ) from None
+        if not isinstance(row, dict):
+            raise ValueError(
+                f"Malformed row in '{path}', line {number}: expected a JSON "
+                f"object. Received: {line[:80]!r}"
+            )
+        for key in ("sentence1", "sentence2", "gold_label"):
+            if not isinstance(row.get(key), str):
+                raise ValueError(
+                    f"Malformed row in '{path}', line {number}: expected a "
+                    f"string field '{key}'. Received: {key}="
+                    f"{row.get(key)!r}"
+                )
+        gold = row["gold_label"]
+        if gold == _NO_GOLD_LABEL:
+            skipped += 1
+            continue
+        if gold not in LABELS:
+            raise ValueError(
+                f"Unknown gold label in '{path}', line {number}. Expected "
+                f"one of {LABELS + (_NO_GOLD_LABEL,)}. Received: "
+                f"gold_label={gold!r}"
+            )
+        premise.append(row["sentence1"])
+        hypothesis.append(row["sentence2"])
+        label.append(gold)
+    return {
+        "premise": premise,
+        "hypothesis": hypothesis,
+        "label": label,
+        "skipped": skipped,
+    }
+
+
+def read_snli_tokenized(premise_path, hypothesis_path, labels_path):
+    """Reads line-aligned InferSent-style SNLI files.
+
+    Trailing whitespace (the InferSent files end every sentence with a
+    space) is removed. Rows labelled `"-"` are skipped and counted.
+
+    Args:
+        premise_path: Path of the `.s1` file (one premise per line).
+        hypothesis_path: Path of the `.s2` file (one hypothesis per line).
+        labels_path: Path of the `.labels` file (one label per line).
+
+    Returns:
+        A dict with `premise`, `hypothesis`, `label` (lists of strings) and
+        `skipped` (number of rows labelled `"-"`).
+
+    Raises:
+        ValueError: If the three files have different numbers of lines
+            (the message names the files and counts), or if a label is
+            unknown (the message names the file and 1-based line number).
+    """
+    premises = resolver.read_lines(premise_path)
+    hypotheses = resolver.read_lines(hypothesis_path)
+    labels = resolver.read_lines(labels_path)
+    counts = (len(premises), len(hypotheses), len(labels))
+    if len(set(counts)) != 1:
+        raise ValueError(
+            "SNLI files are not line-aligned: "
+            f"'{premise_path}' has {counts[0]} lines, "
+            f"'{hypothesis_path}' has {counts[1]} lines, "
+            f"'{labels_path}' has {counts[2]} lines."
+        )
+    premise, hypothesis, label = [], [], []
+    skipped = 0
+    for number, (p, h, gold) in enumerate(
+        zip(premises, hypotheses, labels), start=1
+    ):
+        gold = gold.strip()
+        if gold == _NO_GOLD_LABEL:
+            skipped += 1
+            continue
+        if gold not in LABELS:
+            raise ValueError(
+                f"Unknown label in '{labels_path}', line {number}. Expected "
+                f"one of {LABELS + (_NO_GOLD_LABEL,)}. Received: {gold!r}"
+            )
+        premise.append(p.rstrip())
+        hypothesis.append(h.rstrip())
+        label.append(gold)
+    return {
+        "premise": premise,
+        "hypothesis": hypothesis,
+        "label": label,
+        "skipped": skipped,
+    }
+
+
+def load_snli(split, data_dir=None, source="infersent"):
+    """Loads one split of SNLI 1.0.
+
+    Args:
+        split: One of `"train"`, `"dev"`, `"test"`. With the `"infersent"`
+            source, `"train"` is the 9,987-pair `train_small` subset; with
+            `"jsonl"` it is the first 1,024 lines of the official training
+            file (1,022 pairs). The full training set is not staged.
+        data_dir: Data directory (see `keras_attention.data.get_file`).
+        source: `"infersent"` (tokenized text) or `"jsonl"` (original
+            untokenized text).
+
+    Returns:
+        A dict with `premise`, `hypothesis`, `label` (lists of strings,
+        labels from `LABELS`) and `skipped` (number of rows without a gold
+        label that were dropped: 158 for jsonl dev, 176 for test, 2 for
+        train; 0 for infersent files, which were filtered beforehand).
+
+    Raises:
+        ValueError: For an unknown `split` or `source`, malformed files or
+            checksum mismatches.
+        FileNotFoundError: If a file is missing from the data directory.
+    """
+    split = resolver.check_split(split, SPLITS)
+    if source == "infersent":
+        prefix = _INFERSENT_PREFIX[split]
+        paths = [
+            resolver.get_file(f"{prefix}.{suffix}", data_dir=data_dir)
+            for suffix in ("s1", "s2", "labels")
+        ]
+        return read_snli_tokenized(*paths)
+    if source == "jsonl":
+        return read_snli_jsonl(
+            resolver.get_file(_JSONL_FILE[split], data_dir=data_dir)
+        )
+    raise ValueError(
+        f"Unknown source. Expected one of {SOURCES}. "
+        f"Received: source={source!r}"
+    )
