@@ -10,6 +10,7 @@ from keras_attention.ops.masking import local_mask
 from keras_attention.ops.masking import masked_softmax
 from keras_attention.ops.masking import merge_masks
 from keras_attention.ops.masking import pairwise_mask
+from keras_attention.ops.positions import sinusoidal_positions
 
 __all__ = [
     "causal_mask",
@@ -19,4 +20,5 @@ __all__ = [
     "merge_masks",
     "pairwise_mask",
     "scaled_dot_product_attention",
+    "sinusoidal_positions",
 ]
