@@ -40,9 +40,14 @@ _JSONL_FILE = {
 _NO_GOLD_LABEL = "-"
 
 # Contractions are split the Penn Treebank way ("don't" -> "do", "n't";
-# "it's" -> "it", "'s"); "..." and "--" stay whole, other punctuation
-# becomes one token per character.
-_TOKEN_PATTERN = re.compile(r"\w+(?=n't\b)|n't\b|'\w+|\w+|\.\.\.|--|[^\w\s]")
+# "it's" -> "it", "'s"), other inner apostrophes are kept ("o'clock");
+# "..." and "--" stay whole, other punctuation becomes one token per
+# character.
+_CLITICS = r"(?:s|re|ve|ll|d|m)\b"
+_TOKEN_PATTERN = re.compile(
+    rf"\w+(?=n't\b)|n't\b|'{_CLITICS}|\w+(?:'(?!{_CLITICS})\w+)*"
+    r"|\.\.\.|--|[^\w\s]"
+)
 
 
 def tokenize(text):
