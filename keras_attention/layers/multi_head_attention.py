@@ -6,6 +6,7 @@ from keras_attention.ops import local_mask
 from keras_attention.ops import merge_masks
 from keras_attention.ops import pairwise_mask
 from keras_attention.ops import scaled_dot_product_attention
+from keras_attention.utils.masks import drop_keras_masks
 from keras_attention.utils.validation import check_dims
 from keras_attention.utils.validation import check_positive_int
 from keras_attention.utils.validation import check_rank
@@ -33,6 +34,10 @@ class MultiHeadAttention(keras.layers.Layer):
     `ours.set_weights(theirs.get_weights())` reproduces its outputs. On top
     of it, this layer adds a key/value cache for incremental decoding and
     local (restricted) attention with `window_size`.
+
+    The key bias is kept for that weight compatibility, but it adds
+    `q . b_k` to every logit of a query row, which the softmax cancels: it
+    never receives a gradient.
 
     Masking: the attention mask is the AND of `attention_mask`, the
     per-sequence `query_mask`, `value_mask` and `key_mask` (filled in by Keras
@@ -303,6 +308,8 @@ class MultiHeadAttention(keras.layers.Layer):
     ):
         key = value if key is None else key
         self._check_inputs(query, value, key, cache, attention_mask)
+        # Keras already passed the inputs' masks in as *_mask arguments.
+        drop_keras_masks(query, value, key)
 
         # (B, T, F) -> (B, T, N, H)
         q = self.query_dense(query)

@@ -67,8 +67,21 @@ def check_dims(name, shape, expected, what):
 
 
 def static_shape(x):
-    """The static shape of a tensor as a tuple, or `None` if not a tensor."""
+    """The static shape of a tensor as a tuple, or `None` if not a tensor.
+
+    Dimensions unknown until run time (`None`, or jax's symbolic dimensions
+    during export) become `None`.
+    """
     shape = getattr(x, "shape", None)
     if shape is None:
         return None
-    return tuple(None if d is None else int(d) for d in shape)
+    return tuple(_static_dim(d) for d in shape)
+
+
+def _static_dim(dim):
+    if isinstance(dim, int):
+        return dim
+    try:
+        return int(dim)
+    except (TypeError, ValueError, Exception):
+        return None
