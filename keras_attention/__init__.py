@@ -26,7 +26,8 @@ Masks are boolean with `True` meaning "keep". Per-sequence masks have shape
 
 from keras_attention import data
 from keras_attention import layers
+from keras_attention import models
 from keras_attention import ops
 from keras_attention.version import __version__
 
-__all__ = ["data", "layers", "ops", "__version__"]
+__all__ = ["data", "layers", "models", "ops", "__version__"]

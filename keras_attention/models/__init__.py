@@ -1,0 +1,3 @@
+"""Functional-API model builders: `from keras_attention import models`."""
+
+__all__ = []
