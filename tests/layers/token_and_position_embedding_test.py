@@ -1,0 +1,116 @@
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_attention import layers
+from keras_attention.testing import LayerTestCase
+
+IDS = np.array([[5, 3, 9, 2, 0, 0], [7, 1, 0, 0, 0, 0]], "int32")
+
+
+def numpy_token_and_position_embedding(ids, table, positions):
+    return table[ids] * np.sqrt(table.shape[1]) + positions[: ids.shape[1]]
+
+
+class TokenAndPositionEmbeddingTest(LayerTestCase):
+    def test_layer_contract_sinusoidal(self):
+        self.run_layer_test(
+            layers.TokenAndPositionEmbedding,
+            init_kwargs={
+                "vocabulary_size": 12,
+                "embedding_dim": 8,
+                "mask_zero": True,
+            },
+            input_data=IDS,
+            expected_output_shape=(2, 6, 8),
+        )
+
+    def test_layer_contract_learned(self):
+        self.run_layer_test(
+            layers.TokenAndPositionEmbedding,
+            init_kwargs={
+                "vocabulary_size": 12,
+                "embedding_dim": 8,
+                "sequence_length": 16,
+                "position": "learned",
+            },
+            input_data=IDS,
+            expected_output_shape=(2, 6, 8),
+        )
+
+    def test_layer_contract_tied_logits(self):
+        layer_kwargs = {"vocabulary_size": 12, "embedding_dim": 8}
+        self.run_layer_test(
+            layers.TokenAndPositionEmbedding,
+            init_kwargs=layer_kwargs,
+            input_data=np.random.normal(size=(2, 5, 8)).astype("float32"),
+            call_kwargs={"reverse": True},
+            expected_output_shape=(2, 5, 12),
+        )
+
+
+def test_matches_numpy_reference():
+    layer = layers.TokenAndPositionEmbedding(12, 8, mask_zero=True)
+    output = ops.convert_to_numpy(layer(IDS))
+    table = ops.convert_to_numpy(layer.token_embedding.embeddings)
+    positions = ops.convert_to_numpy(
+        keras.ops.zeros((1, 6, 8))
+        + layer.position_embedding(keras.ops.zeros((1, 6, 8)))
+    )[0]
+    expected = numpy_token_and_position_embedding(IDS, table, positions)
+    np.testing.assert_allclose(output, expected, atol=1e-5)
+
+
+def test_reverse_reuses_the_embedding_matrix():
+    layer = layers.TokenAndPositionEmbedding(12, 8)
+    hidden = layer(IDS)
+    logits = ops.convert_to_numpy(layer(hidden, reverse=True))
+    table = ops.convert_to_numpy(layer.token_embedding.embeddings)
+    expected = ops.convert_to_numpy(hidden) @ table.T
+    np.testing.assert_allclose(logits, expected, atol=1e-4)
+    assert len(layer.weights) == 1  # one matrix serves both directions
+
+
+def test_mask_zero_marks_padding():
+    layer = layers.TokenAndPositionEmbedding(12, 8, mask_zero=True)
+    mask = layer.compute_mask(ops.convert_to_tensor(IDS))
+    np.testing.assert_array_equal(ops.convert_to_numpy(mask), IDS != 0)
+    tokens = keras.Input((None,), dtype="int32")
+    assert layer(tokens)._keras_mask is not None
+
+
+def test_learned_positions_need_a_sequence_length():
+    with pytest.raises(ValueError, match="Received: sequence_length=None"):
+        layers.TokenAndPositionEmbedding(12, 8, position="learned")
+
+
+def test_learned_positions_past_the_end_are_an_error():
+    layer = layers.TokenAndPositionEmbedding(
+        12, 8, sequence_length=4, position="learned"
+    )
+    with pytest.raises(ValueError, match=r"sequence_length=4.*length 6"):
+        layer(IDS)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"vocabulary_size": 0, "embedding_dim": 8}, "vocabulary_size=0"),
+        ({"vocabulary_size": 12, "embedding_dim": -1}, "embedding_dim=-1"),
+        (
+            {"vocabulary_size": 12, "embedding_dim": 8, "position": "rope"},
+            "position='rope'",
+        ),
+    ],
+)
+def test_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=f"Received: {message}"):
+        layers.TokenAndPositionEmbedding(**kwargs)
+
+
+def test_reverse_with_wrong_width_names_the_argument():
+    layer = layers.TokenAndPositionEmbedding(12, 8)
+    layer(IDS)
+    with pytest.raises(ValueError, match=r"embedding_dim=8.*\(2, 5, 6\)"):
+        layer(np.zeros((2, 5, 6), "float32"), reverse=True)
