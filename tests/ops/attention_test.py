@@ -1,0 +1,108 @@
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_attention import ops as ka_ops
+
+RNG = np.random.default_rng(3)
+
+
+def numpy_scaled_dot_product_attention(query, key, value, mask):
+    logits = np.einsum("btnh,bsnh->bnts", query, key) / np.sqrt(query.shape[-1])
+    mask = np.broadcast_to(mask[:, None], logits.shape)
+    logits = np.where(mask, logits, -np.inf)
+    peak = np.max(logits, -1, keepdims=True)
+    peak = np.where(np.isfinite(peak), peak, 0.0)
+    exp = np.where(mask, np.exp(logits - peak), 0.0)
+    total = exp.sum(-1, keepdims=True)
+    weights = np.divide(exp, total, out=np.zeros_like(exp), where=total > 0)
+    return np.einsum("bnts,bsnh->btnh", weights, value), weights
+
+
+def to_numpy(x):
+    return np.asarray(ops.convert_to_numpy(x))
+
+
+@pytest.mark.parametrize("value_width", [4, 3])
+def test_fused_and_explicit_paths_match_numpy(value_width):
+    query = RNG.normal(size=(2, 5, 2, 4)).astype("float32")
+    key = RNG.normal(size=(2, 6, 2, 4)).astype("float32")
+    value = RNG.normal(size=(2, 6, 2, value_width)).astype("float32")
+    mask = RNG.random((2, 5, 6)) > 0.3
+    mask[1, 2] = False  # a query with no key left
+    expected, weights = numpy_scaled_dot_product_attention(
+        np.float64(query), np.float64(key), np.float64(value), mask
+    )
+    fused = ka_ops.scaled_dot_product_attention(query, key, value, mask)
+    explicit, actual_weights = ka_ops.scaled_dot_product_attention(
+        query, key, value, mask, return_attention_scores=True
+    )
+    np.testing.assert_allclose(to_numpy(fused), expected, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(explicit), expected, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(actual_weights), weights, atol=1e-6)
+    assert np.all(to_numpy(fused)[1, 2] == 0.0)
+
+
+def test_dropout_only_in_training_and_keeps_masked_weights_zero():
+    query = RNG.normal(size=(1, 4, 1, 4)).astype("float32")
+    mask = np.tril(np.ones((4, 4), bool))[None]
+    seed = keras.random.SeedGenerator(1)
+    inference = ka_ops.scaled_dot_product_attention(
+        query, query, query, mask, dropout=0.5, training=False, seed=seed
+    )
+    expected, _ = numpy_scaled_dot_product_attention(
+        np.float64(query), np.float64(query), np.float64(query), mask
+    )
+    np.testing.assert_allclose(to_numpy(inference), expected, atol=1e-5)
+    _, weights = ka_ops.scaled_dot_product_attention(
+        query,
+        query,
+        query,
+        mask,
+        dropout=0.5,
+        training=True,
+        seed=seed,
+        return_attention_scores=True,
+    )
+    assert np.all(to_numpy(weights)[0, 0][~mask[0]] == 0.0)
+
+
+def gradient(fn, x):
+    """d sum(fn(x)) / dx on the current backend."""
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        x = tf.constant(x)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            total = tf.reduce_sum(fn(x))
+        return tape.gradient(total, x).numpy()
+    if backend == "jax":
+        import jax
+
+        return np.asarray(jax.grad(lambda v: fn(v).sum())(x))
+    import torch
+
+    x = torch.tensor(x, requires_grad=True)
+    fn(x).sum().backward()
+    return x.grad.numpy()
+
+
+@pytest.mark.parametrize("scores", [False, True])
+def test_fully_masked_rows_have_finite_gradients(scores):
+    query = RNG.normal(size=(1, 3, 1, 4)).astype("float32")
+    mask = np.ones((1, 3, 3), bool)
+    mask[0, 1] = False  # the second query sees no key
+
+    def attend(q):
+        out = ka_ops.scaled_dot_product_attention(
+            q, q, q, mask, return_attention_scores=scores
+        )
+        return out[0] if scores else out
+
+    assert np.all(to_numpy(attend(query))[0, 1] == 0.0)
+    grads = gradient(attend, query)
+    assert np.all(np.isfinite(grads))
+    assert np.any(grads != 0.0)
