@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 
 ALL_BACKENDS = ("tensorflow", "jax", "torch")
@@ -55,7 +56,11 @@ def main(argv):
                 f"Unknown backend. Expected one of {ALL_BACKENDS}. "
                 f"Received: backend={backend!r}"
             )
-    results = {b: run_backend(b, pytest_args) for b in backends}
+    # Shared by the runs, so that models saved on one backend are loaded on
+    # the others (tests/cross_backend_test.py).
+    with tempfile.TemporaryDirectory() as cross_dir:
+        os.environ["KERAS_ATTENTION_CROSS_DIR"] = cross_dir
+        results = {b: run_backend(b, pytest_args) for b in backends}
     print("\n===== Summary per backend")
     total = {"passed": 0, "failed": 0, "skipped": 0, "errors": 0}
     worst = 0
