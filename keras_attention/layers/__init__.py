@@ -1,17 +1,23 @@
 """Keras layers: `from keras_attention import layers`."""
 
+from keras_attention.layers.intra_sentence_attention import (
+    IntraSentenceAttention,
+)
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
 from keras_attention.layers.position_embedding import PositionEmbedding
 from keras_attention.layers.sinusoidal_position_encoding import (
     SinusoidalPositionEncoding,
 )
+from keras_attention.layers.soft_alignment import SoftAlignment
 from keras_attention.layers.token_and_position_embedding import (
     TokenAndPositionEmbedding,
 )
 
 __all__ = [
+    "IntraSentenceAttention",
     "MultiHeadAttention",
     "PositionEmbedding",
     "SinusoidalPositionEncoding",
+    "SoftAlignment",
     "TokenAndPositionEmbedding",
 ]
