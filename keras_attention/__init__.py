@@ -24,10 +24,26 @@ Masks are boolean with `True` meaning "keep". Per-sequence masks have shape
 `attention_mask`.
 """
 
+from keras_attention import callbacks
 from keras_attention import data
+from keras_attention import decoding
 from keras_attention import layers
+from keras_attention import losses
+from keras_attention import metrics
 from keras_attention import models
 from keras_attention import ops
+from keras_attention import schedules
 from keras_attention.version import __version__
 
-__all__ = ["data", "layers", "models", "ops", "__version__"]
+__all__ = [
+    "callbacks",
+    "data",
+    "decoding",
+    "layers",
+    "losses",
+    "metrics",
+    "models",
+    "ops",
+    "schedules",
+    "__version__",
+]

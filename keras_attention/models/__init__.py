@@ -1,3 +1,13 @@
 """Functional-API model builders: `from keras_attention import models`."""
 
-__all__ = []
+from keras_attention.models.bag_of_words import bag_of_words_model
+from keras_attention.models.decomposable_attention import (
+    decomposable_attention_model,
+)
+from keras_attention.models.transformer import Transformer
+
+__all__ = [
+    "Transformer",
+    "bag_of_words_model",
+    "decomposable_attention_model",
+]

@@ -1,0 +1,417 @@
+"""Greedy and beam search for encoder-decoder models, with decoder caches.
+
+Both searches take a model with the decoding interface of
+`keras_attention.models.Transformer` (`encode`, `initial_cache`,
+`decode_step`, `decode`, `max_sequence_length`), run batched, and loop with
+`keras.ops.while_loop`. On tensorflow the loop is traced once per input
+shape with `tf.function`; on jax it is compiled with `jax.jit`, the model
+weights passed in as arguments (so later training is seen); on torch it
+runs eagerly under `torch.no_grad()`.
+
+Output length: a sentence stops at `end_id`, or is forced to end at
+`source_length + max_extra_length` tokens (`source_length` counts the
+non-padding source tokens), and never runs past `max_length`, which
+defaults to `model.max_sequence_length`.
+"""
+
+import weakref
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_attention.utils.validation import check_positive_int
+
+# Scores of impossible continuations; finite so that sums stay finite.
+NEGATIVE = -1e9
+
+_COMPILED = weakref.WeakKeyDictionary()
+
+
+def greedy_search(
+    model,
+    encoder_token_ids,
+    start_id,
+    end_id,
+    max_extra_length=50,
+    max_length=None,
+    use_cache=True,
+):
+    """Decodes by picking the most probable token at every step.
+
+    Args:
+        model: a `keras_attention.models.Transformer` (or a model with the
+            same decoding methods).
+        encoder_token_ids: int array `(B, S)`, `0` = padding.
+        start_id: int. First decoder input token.
+        end_id: int. Token that ends a sentence.
+        max_extra_length: int. A sentence is forced to end after
+            `source_length + max_extra_length` tokens. Defaults to `50`.
+        max_length: int. Cap on output tokens. Defaults to the model's
+            `max_sequence_length`.
+        use_cache: bool. Decode one token per step with the self- and
+            cross-attention caches (`True`), or rerun the whole decoder at
+            every step (`False`; same outputs, much slower).
+
+    Returns:
+        int32 tensor `(B, L)`: the decoded tokens after `start_id`, each row
+        ending with `end_id` and then padded with `0`.
+    """
+    settings = ("greedy", start_id, end_id, max_extra_length, max_length)
+    settings += (use_cache,)
+    run = _compiled(model, settings, _greedy_fn)
+    return run(_check_sources(model, encoder_token_ids, max_length))
+
+
+def beam_search(
+    model,
+    encoder_token_ids,
+    start_id,
+    end_id,
+    beam_size=4,
+    alpha=0.6,
+    max_extra_length=50,
+    max_length=None,
+    use_cache=True,
+    return_scores=False,
+):
+    """Beam search with the GNMT length penalty.
+
+    Hypotheses are ranked by `log P(Y | X) / lp(Y)` with
+
+    ```
+    lp(Y) = ((5 + |Y|) / 6) ** alpha
+    ```
+
+    where `|Y|` counts the generated tokens including `end_id` (Wu et al.,
+    2016, equation 14, without the coverage penalty). A finished hypothesis
+    keeps its slot in the beam with a fixed score; the search ends when all
+    `beam_size` hypotheses of every sentence have finished. With
+    `beam_size=1` (any `alpha`) this is greedy search, and gives exactly
+    its output. The paper uses `beam_size=4`, `alpha=0.6`.
+
+    The encoder outputs and the cross-attention caches are tiled across
+    the beams once; the self-attention cache is reordered with the beams at
+    every step.
+
+    Args:
+        model: a `keras_attention.models.Transformer` (or a model with the
+            same decoding methods).
+        encoder_token_ids: int array `(B, S)`, `0` = padding.
+        start_id: int. First decoder input token.
+        end_id: int. Token that ends a sentence.
+        beam_size: int. Hypotheses kept per sentence. Defaults to `4`.
+        alpha: float. Length penalty exponent; `0` ranks by plain
+            log-probability. Defaults to `0.6`.
+        max_extra_length: int. Defaults to `50`; see `greedy_search`.
+        max_length: int. Defaults to the model's `max_sequence_length`.
+        use_cache: bool. Use the decoder caches. Defaults to `True`.
+        return_scores: bool. Also return the best hypotheses' normalized
+            scores `(B,)`.
+
+    Returns:
+        int32 tensor `(B, L)` of the best hypotheses (tokens after
+        `start_id`, ending with `end_id`, padded with `0`); with
+        `return_scores=True`, a tuple `(tokens, scores)`.
+    """
+    check_positive_int("beam_size", beam_size)
+    if not isinstance(alpha, (int, float)) or alpha < 0:
+        raise ValueError(
+            f"Argument `alpha` must be a number >= 0. Received: alpha={alpha!r}"
+        )
+    settings = ("beam", start_id, end_id, max_extra_length, max_length)
+    settings += (use_cache, beam_size, float(alpha))
+    run = _compiled(model, settings, _beam_fn)
+    tokens, scores = run(_check_sources(model, encoder_token_ids, max_length))
+    return (tokens, scores) if return_scores else tokens
+
+
+def _check_sources(model, encoder_token_ids, max_length):
+    ids = ops.convert_to_tensor(encoder_token_ids, dtype="int32")
+    shape = tuple(ops.shape(ids))
+    if len(shape) != 2 or shape[1] == 0:
+        raise ValueError(
+            "`encoder_token_ids` must have shape (batch, source_length) with "
+            f"source_length >= 1. Received: encoder_token_ids with shape "
+            f"{shape}"
+        )
+    limit = model.max_sequence_length
+    if shape[1] > limit:
+        raise ValueError(
+            f"Sources are longer than the model's max_sequence_length="
+            f"{limit}. Truncate them first (keras_attention.data."
+            "encode_sources does). Received: encoder_token_ids with shape "
+            f"{shape}"
+        )
+    if max_length is not None:
+        check_positive_int("max_length", max_length)
+    return ids
+
+
+def _output_length(model, source_length, settings):
+    _, _, _, extra, max_length = settings[:5]
+    cap = model.max_sequence_length if max_length is None else max_length
+    return int(min(source_length + extra, cap, model.max_sequence_length))
+
+
+def _limits(encoder_token_ids, extra, output_length):
+    # (B,) number of tokens each sentence may produce, end token included.
+    lengths = ops.sum(ops.cast(ops.not_equal(encoder_token_ids, 0), "int32"), 1)
+    return ops.minimum(lengths + extra, output_length)
+
+
+def _next_token_log_probs(model, step, tokens, state, use_cache, length):
+    """Log-probabilities `(B', V)` of the token after position `step`."""
+    self_cache, cross_cache, encoder_outputs, encoder_mask = state
+    if use_cache:
+        # (B', L + 1) -> (B', 1)
+        current = ops.expand_dims(ops.take(tokens, step, axis=1), 1)
+        logits, self_cache = model.decode_step(
+            current, step, self_cache, cross_cache, encoder_mask
+        )
+        logits = logits[:, 0]
+    else:
+        # The whole decoder on the fixed-size buffer; causal masking makes
+        # position `step` independent of the (empty) positions after it.
+        logits = model.decode(tokens[:, :length], encoder_outputs, encoder_mask)
+        logits = ops.take(logits, step, axis=1)
+    log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
+    # Never emit padding.
+    vocabulary = ops.arange(ops.shape(log_probs)[-1])
+    log_probs = ops.where(ops.equal(vocabulary, 0), NEGATIVE, log_probs)
+    return log_probs, self_cache
+
+
+def _initial_state(model, encoder_token_ids, length, repeats, use_cache):
+    encoder_outputs, encoder_mask = model.encode(encoder_token_ids)
+    if repeats > 1:
+        # Tile every sentence's encoder outputs across its beams.
+        encoder_outputs = ops.repeat(encoder_outputs, repeats, axis=0)
+        encoder_mask = ops.repeat(encoder_mask, repeats, axis=0)
+    if use_cache:
+        self_cache, cross_cache = model.initial_cache(encoder_outputs, length)
+    else:
+        # Placeholders so the loop state has the same structure.
+        self_cache = cross_cache = ops.zeros((1,), encoder_outputs.dtype)
+    return self_cache, cross_cache, encoder_outputs, encoder_mask
+
+
+def _greedy_fn(model, settings):
+    _, start_id, end_id, extra, _, use_cache = settings
+
+    def run(encoder_token_ids):
+        batch, source_length = ops.shape(encoder_token_ids)
+        length = _output_length(model, source_length, settings)
+        limits = _limits(encoder_token_ids, extra, length)
+        state = _initial_state(model, encoder_token_ids, length, 1, use_cache)
+        tokens = ops.concatenate(
+            [
+                ops.full((batch, 1), start_id, "int32"),
+                ops.zeros((batch, length), "int32"),
+            ],
+            axis=1,
+        )  # (B, L + 1)
+        finished = ops.zeros((batch,), "bool")
+
+        def cond(step, tokens, finished, self_cache):
+            return ops.logical_and(
+                ops.less(step, length),
+                ops.logical_not(ops.all(finished)),
+            )
+
+        def body(step, tokens, finished, self_cache):
+            log_probs, self_cache = _next_token_log_probs(
+                model,
+                step,
+                tokens,
+                (self_cache,) + state[1:],
+                use_cache,
+                length,
+            )
+            chosen = ops.cast(ops.argmax(log_probs, axis=-1), "int32")
+            forced = ops.greater_equal(step + 1, limits)
+            chosen = ops.where(forced, end_id, chosen)
+            chosen = ops.where(finished, 0, chosen)
+            tokens = ops.slice_update(
+                tokens, [0, step + 1], ops.expand_dims(chosen, 1)
+            )
+            finished = ops.logical_or(finished, ops.equal(chosen, end_id))
+            return step + 1, tokens, finished, self_cache
+
+        step = ops.convert_to_tensor(0, "int32")
+        _, tokens, _, _ = ops.while_loop(
+            cond, body, (step, tokens, finished, state[0])
+        )
+        return tokens[:, 1:]
+
+    return run
+
+
+def _beam_fn(model, settings):
+    _, start_id, end_id, extra, _, use_cache, beams, alpha = settings
+
+    def penalty(lengths):
+        return ops.power((5.0 + ops.cast(lengths, "float32")) / 6.0, alpha)
+
+    def run(encoder_token_ids):
+        batch, source_length = ops.shape(encoder_token_ids)
+        length = _output_length(model, source_length, settings)
+        # (B,) -> (B, 1), compared with each sentence's beams.
+        limits = ops.expand_dims(_limits(encoder_token_ids, extra, length), 1)
+        state = _initial_state(
+            model, encoder_token_ids, length, beams, use_cache
+        )
+        flat = batch * beams
+        tokens = ops.concatenate(
+            [
+                ops.full((flat, 1), start_id, "int32"),
+                ops.zeros((flat, length), "int32"),
+            ],
+            axis=1,
+        )  # (B * K, L + 1)
+        # Only the first beam is live at the start, so the first step
+        # expands one hypothesis, not K copies of it.
+        first = ops.cast(ops.equal(ops.arange(beams), 0), "float32")
+        scores = ops.tile(
+            ops.expand_dims((1.0 - first) * NEGATIVE, 0), (batch, 1)
+        )  # (B, K) log-probabilities
+        finished = ops.zeros((batch, beams), "bool")
+        lengths = ops.zeros((batch, beams), "int32")
+        # (B, K) offsets of each sentence's first beam in the flat batch.
+        offsets = ops.expand_dims(ops.arange(batch, dtype="int32") * beams, 1)
+
+        def cond(step, tokens, scores, finished, lengths, self_cache):
+            return ops.logical_and(
+                ops.less(step, length),
+                ops.logical_not(ops.all(finished)),
+            )
+
+        def body(step, tokens, scores, finished, lengths, self_cache):
+            log_probs, self_cache = _next_token_log_probs(
+                model,
+                step,
+                tokens,
+                (self_cache,) + state[1:],
+                use_cache,
+                length,
+            )
+            vocabulary_size = ops.shape(log_probs)[-1]
+            log_probs = ops.reshape(log_probs, (batch, beams, -1))  # (B,K,V)
+            vocabulary = ops.arange(vocabulary_size)
+            # At the length limit only the end token may follow.
+            forced = ops.expand_dims(ops.greater_equal(step + 1, limits), -1)
+            not_end = ops.not_equal(vocabulary, end_id)
+            log_probs = ops.where(
+                ops.logical_and(forced, not_end), NEGATIVE, log_probs
+            )
+            alive = ops.expand_dims(scores, -1) + log_probs
+            # A finished hypothesis continues only with padding, unchanged.
+            done = ops.where(
+                ops.equal(vocabulary, 0), ops.expand_dims(scores, -1), NEGATIVE
+            )
+            total = ops.where(ops.expand_dims(finished, -1), done, alive)
+            candidate_lengths = ops.where(finished, lengths, step + 1)
+            ranked = total / ops.expand_dims(penalty(candidate_lengths), -1)
+            # (B, K * V) -> top K
+            _, picked = ops.top_k(
+                ops.reshape(ranked, (batch, -1)), beams, sorted=True
+            )
+            picked = ops.cast(picked, "int32")
+            origin = picked // vocabulary_size  # (B, K) beam index
+            chosen = picked % vocabulary_size  # (B, K) token
+            scores = ops.take_along_axis(
+                ops.reshape(total, (batch, -1)), picked, axis=1
+            )
+            was_finished = ops.take_along_axis(finished, origin, axis=1)
+            lengths = ops.where(
+                was_finished,
+                ops.take_along_axis(lengths, origin, axis=1),
+                step + 1,
+            )
+            finished = ops.logical_or(was_finished, ops.equal(chosen, end_id))
+            # Reorder the flat batch to follow the surviving beams.
+            order = ops.reshape(offsets + origin, (-1,))  # (B * K,)
+            tokens = ops.take(tokens, order, axis=0)
+            tokens = ops.slice_update(
+                tokens, [0, step + 1], ops.reshape(chosen, (-1, 1))
+            )
+            if use_cache:
+                self_cache = ops.take(self_cache, order, axis=0)
+            return step + 1, tokens, scores, finished, lengths, self_cache
+
+        step = ops.convert_to_tensor(0, "int32")
+        _, tokens, scores, finished, lengths, _ = ops.while_loop(
+            cond,
+            body,
+            (step, tokens, scores, finished, lengths, state[0]),
+        )
+        normalized = scores / penalty(ops.maximum(lengths, 1))  # (B, K)
+        best = ops.cast(ops.argmax(normalized, axis=1), "int32")  # (B,)
+        rows = ops.arange(batch, dtype="int32") * beams + best
+        best_tokens = ops.take(tokens, rows, axis=0)[:, 1:]
+        best_scores = ops.take_along_axis(
+            normalized, ops.expand_dims(best, 1), axis=1
+        )[:, 0]
+        return best_tokens, best_scores
+
+    return run
+
+
+def _compiled(model, settings, factory):
+    """The search function for `settings`, compiled for the backend."""
+    per_model = _COMPILED.setdefault(model, {})
+    if settings in per_model:
+        return per_model[settings]
+    fn = factory(model, settings)
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        compiled = tf.function(fn)
+    elif backend == "jax":
+        import jax
+
+        def stateless(values, encoder_token_ids):
+            mapping = list(zip(model.variables, values))
+            with keras.StatelessScope(state_mapping=mapping):
+                return fn(encoder_token_ids)
+
+        jitted = jax.jit(stateless)
+
+        def compiled(encoder_token_ids):
+            values = [v.value for v in model.variables]
+            return jitted(values, encoder_token_ids)
+
+    elif backend == "torch":
+        import torch
+
+        def compiled(encoder_token_ids):
+            with torch.no_grad():
+                return fn(encoder_token_ids)
+
+    else:
+        compiled = fn
+    per_model[settings] = compiled
+    return compiled
+
+
+def strip_special(tokens, end_id):
+    """Cuts each row of decoded ids at its first `end_id`.
+
+    Args:
+        tokens: int array `(B, L)` from `greedy_search` or `beam_search`.
+        end_id: int.
+
+    Returns:
+        A list of `B` lists of ints, without `end_id` and padding.
+    """
+    rows = np.asarray(ops.convert_to_numpy(tokens))
+    result = []
+    for row in rows:
+        ids = []
+        for token in row.tolist():
+            if token == end_id or token == 0:
+                break
+            ids.append(token)
+        result.append(ids)
+    return result

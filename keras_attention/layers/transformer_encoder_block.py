@@ -1,0 +1,297 @@
+import keras
+
+from keras_attention.layers.multi_head_attention import MultiHeadAttention
+from keras_attention.utils.validation import check_positive_int
+from keras_attention.utils.validation import check_rank
+from keras_attention.utils.validation import check_rate
+from keras_attention.utils.validation import static_shape
+
+
+def clone_initializer(initializer):
+    """A fresh initializer object with the same configuration."""
+    return initializer.__class__.from_config(initializer.get_config())
+
+
+def sublayer_seed(seed, offset):
+    return None if seed is None else seed + offset
+
+
+class TransformerBlockBase(keras.layers.Layer):
+    """Constructor, feed-forward sublayer and config shared by the encoder
+    and decoder blocks; see `TransformerEncoderBlock` for the arguments."""
+
+    def __init__(
+        self,
+        num_heads,
+        intermediate_dim,
+        key_dim=None,
+        dropout=0.1,
+        attention_dropout=0.0,
+        activation="relu",
+        layer_norm_epsilon=1e-6,
+        norm_first=False,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        seed=None,
+        **kwargs,
+    ):
+        check_positive_int("num_heads", num_heads)
+        check_positive_int("intermediate_dim", intermediate_dim)
+        check_positive_int("key_dim", key_dim, allow_none=True)
+        check_rate("dropout", dropout)
+        check_rate("attention_dropout", attention_dropout)
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.intermediate_dim = intermediate_dim
+        self.key_dim = key_dim
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.activation = keras.activations.get(activation)
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.norm_first = norm_first
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.seed = seed
+        self.supports_masking = True
+
+    def _norm(self, name):
+        return keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon,
+            dtype=self.dtype_policy,
+            name=name,
+        )
+
+    def _build_feedforward(self, inputs_shape, seed_offset):
+        hidden_dim = inputs_shape[-1]
+        self.feedforward_norm = self._norm("feedforward_norm")
+        self.feedforward_norm.build(inputs_shape)
+        self.feedforward_intermediate_dense = keras.layers.Dense(
+            self.intermediate_dim,
+            activation=self.activation,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name="feedforward_intermediate_dense",
+        )
+        self.feedforward_intermediate_dense.build(inputs_shape)
+        self.feedforward_output_dense = keras.layers.Dense(
+            hidden_dim,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name="feedforward_output_dense",
+        )
+        self.feedforward_output_dense.build(
+            tuple(inputs_shape[:-1]) + (self.intermediate_dim,)
+        )
+        self.feedforward_dropout = keras.layers.Dropout(
+            self.dropout,
+            seed=sublayer_seed(self.seed, seed_offset),
+            dtype=self.dtype_policy,
+            name="feedforward_dropout",
+        )
+
+    def _feedforward(self, x, training):
+        residual = x
+        if self.norm_first:
+            x = self.feedforward_norm(x)
+        # (B, T, F) -> (B, T, intermediate_dim) -> (B, T, F)
+        x = self.feedforward_intermediate_dense(x)
+        x = self.feedforward_output_dense(x)
+        x = residual + self.feedforward_dropout(x, training=training)
+        if not self.norm_first:
+            x = self.feedforward_norm(x)
+        return x
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "intermediate_dim": self.intermediate_dim,
+                "key_dim": self.key_dim,
+                "dropout": self.dropout,
+                "attention_dropout": self.attention_dropout,
+                "activation": keras.activations.serialize(self.activation),
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "norm_first": self.norm_first,
+                "kernel_initializer": keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+                "bias_initializer": keras.initializers.serialize(
+                    self.bias_initializer
+                ),
+                "seed": self.seed,
+            }
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class TransformerEncoderBlock(TransformerBlockBase):
+    """One Transformer encoder layer: self-attention, then a feed-forward net.
+
+    Post-norm, as in the paper (`norm_first=False`):
+
+    ```
+    x = layer_norm_1(x + dropout(self_attention(x, x)))
+    x = layer_norm_2(x + dropout(dense_2(relu(dense_1(x)))))
+    ```
+
+    Pre-norm (`norm_first=True`), which trains more stably in deep stacks:
+
+    ```
+    x = x + dropout(self_attention(layer_norm_1(x)))
+    x = x + dropout(dense_2(relu(dense_1(layer_norm_2(x)))))
+    ```
+
+    A pre-norm stack needs a final layer norm after its last block; the
+    `Transformer` model adds it.
+
+    Masking: `padding_mask` `(B, T)` marks real tokens (`True`). Padded
+    tokens get zero attention weight as keys; as queries they get a zero
+    attention output, so their outputs are defined (finite) but meaningless.
+    `attention_mask` `(B, T, T)` further restricts which key each query
+    sees. Keras masks are not read: pass `padding_mask` explicitly (the
+    `Transformer` model does).
+
+    Args:
+        num_heads: int. Number of attention heads, `N`.
+        intermediate_dim: int. Width of the feed-forward hidden layer (the
+            paper's `d_ff`).
+        key_dim: int. Width of each head, `H`. Defaults to `F // num_heads`.
+        dropout: float. Residual dropout rate, applied to the output of each
+            sublayer before the residual sum. Defaults to `0.1`.
+        attention_dropout: float. Dropout on the attention weights. Defaults
+            to `0.0`.
+        activation: activation of the feed-forward hidden layer. Defaults to
+            `"relu"`.
+        layer_norm_epsilon: float. Defaults to `1e-6`.
+        norm_first: bool. Pre-norm instead of the paper's post-norm.
+            Defaults to `False`.
+        kernel_initializer: initializer for all kernels. Defaults to
+            `"glorot_uniform"`.
+        bias_initializer: initializer for all biases. Defaults to `"zeros"`.
+        seed: int. Seed for the dropout layers. Defaults to `None`.
+        **kwargs: base layer arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        inputs: float tensor `(B, T, F)`.
+        padding_mask: optional boolean tensor `(B, T)`, `True` = real token.
+        attention_mask: optional boolean tensor `(B, T, T)`.
+        return_attention_scores: bool. Also return the attention weights.
+        training: bool. Whether dropout is in effect.
+
+    Returns:
+        `outputs` `(B, T, F)`, or `(outputs, weights)` with weights
+        `(B, N, T, T)` when `return_attention_scores=True`.
+
+    Example:
+
+    >>> block = TransformerEncoderBlock(num_heads=2, intermediate_dim=16)
+    >>> x = keras.random.normal((2, 5, 8))
+    >>> y = block(x, padding_mask=keras.ops.array([[1, 1, 1, 0, 0]] * 2) > 0)
+    >>> keras.ops.shape(y)
+    (2, 5, 8)
+
+    In a model:
+
+    ```python
+    tokens = keras.Input((None,), dtype="int32")
+    x = TokenAndPositionEmbedding(8000, 256)(tokens)
+    x = TransformerEncoderBlock(4, 1024)(x, padding_mask=tokens != 0)
+    ```
+
+    References:
+        - [Vaswani et al., 2017](https://arxiv.org/abs/1706.03762),
+          sections 3.1, 3.3 and 5.4.
+        - [Xiong et al., 2020](https://arxiv.org/abs/2002.04745) (pre-norm).
+    """
+
+    def build(self, inputs_shape):
+        check_rank("inputs", inputs_shape, 3)
+        hidden_dim = inputs_shape[-1]
+        key_dim = self.key_dim or _head_width(hidden_dim, self.num_heads)
+        self.self_attention = MultiHeadAttention(
+            num_heads=self.num_heads,
+            key_dim=key_dim,
+            dropout=self.attention_dropout,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
+            seed=sublayer_seed(self.seed, 0),
+            dtype=self.dtype_policy,
+            name="self_attention",
+        )
+        self.self_attention.build(inputs_shape, inputs_shape)
+        self.self_attention_norm = self._norm("self_attention_norm")
+        self.self_attention_norm.build(inputs_shape)
+        self.self_attention_dropout = keras.layers.Dropout(
+            self.dropout,
+            seed=sublayer_seed(self.seed, 1),
+            dtype=self.dtype_policy,
+            name="self_attention_dropout",
+        )
+        self._build_feedforward(inputs_shape, seed_offset=2)
+        self.built = True
+
+    def call(
+        self,
+        inputs,
+        padding_mask=None,
+        attention_mask=None,
+        return_attention_scores=False,
+        training=None,
+    ):
+        check_rank("inputs", static_shape(inputs), 3)
+        x = inputs
+        residual = x
+        if self.norm_first:
+            x = self.self_attention_norm(x)
+        attended = self.self_attention(
+            x,
+            x,
+            query_mask=padding_mask,
+            value_mask=padding_mask,
+            attention_mask=attention_mask,
+            return_attention_scores=return_attention_scores,
+            training=training,
+        )
+        if return_attention_scores:
+            attended, scores = attended
+        x = residual + self.self_attention_dropout(attended, training=training)
+        if not self.norm_first:
+            x = self.self_attention_norm(x)
+        x = self._feedforward(x, training)
+        if return_attention_scores:
+            return x, scores
+        return x
+
+    def compute_mask(self, inputs, mask=None):
+        return mask
+
+    def compute_output_spec(
+        self,
+        inputs,
+        padding_mask=None,
+        attention_mask=None,
+        return_attention_scores=False,
+        training=None,
+    ):
+        output = keras.KerasTensor(inputs.shape, dtype=self.compute_dtype)
+        if not return_attention_scores:
+            return output
+        batch, length = inputs.shape[0], inputs.shape[1]
+        scores = keras.KerasTensor(
+            (batch, self.num_heads, length, length), dtype=self.compute_dtype
+        )
+        return output, scores
+
+
+def _head_width(hidden_dim, num_heads):
+    if hidden_dim is None or hidden_dim % num_heads:
+        raise ValueError(
+            "Without `key_dim`, the input width must be divisible by "
+            f"`num_heads`. Received: input width {hidden_dim}, "
+            f"num_heads={num_heads}"
+        )
+    return hidden_dim // num_heads
