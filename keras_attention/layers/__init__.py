@@ -12,6 +12,12 @@ from keras_attention.layers.soft_alignment import SoftAlignment
 from keras_attention.layers.token_and_position_embedding import (
     TokenAndPositionEmbedding,
 )
+from keras_attention.layers.transformer_decoder_block import (
+    TransformerDecoderBlock,
+)
+from keras_attention.layers.transformer_encoder_block import (
+    TransformerEncoderBlock,
+)
 
 __all__ = [
     "IntraSentenceAttention",
@@ -20,4 +26,6 @@ __all__ = [
     "SinusoidalPositionEncoding",
     "SoftAlignment",
     "TokenAndPositionEmbedding",
+    "TransformerDecoderBlock",
+    "TransformerEncoderBlock",
 ]
