@@ -1,0 +1,156 @@
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_attention import layers
+from keras_attention.testing import LayerTestCase
+
+RNG = np.random.default_rng(11)
+# The key bias adds q . b_k to every logit of a query row, which cancels in
+# the softmax: it never gets a gradient.
+KEY_BIAS = ("key_dense/bias",)
+
+
+def random(*shape):
+    return RNG.normal(size=shape).astype("float32")
+
+
+def lengths_mask(lengths, length):
+    return np.arange(length)[None, :] < np.asarray(lengths)[:, None]
+
+
+def to_numpy(x):
+    return np.asarray(ops.convert_to_numpy(x), dtype="float64")
+
+
+def numpy_layer_norm(x, gamma, beta, epsilon=1e-6):
+    mean = x.mean(-1, keepdims=True)
+    variance = x.var(-1, keepdims=True)
+    return (x - mean) / np.sqrt(variance + epsilon) * gamma + beta
+
+
+def numpy_attention(query, value, weights, mask):
+    """Multi-head attention; weights [Wq, bq, Wk, bk, Wv, bv, Wo, bo];
+    mask (B, T, S) boolean. Fully masked rows give a zero attention output."""
+    wq, bq, wk, bk, wv, bv, wo, bo = weights
+    q = np.einsum("btf,fnh->btnh", query, wq) + bq
+    k = np.einsum("bsf,fnh->bsnh", value, wk) + bk
+    v = np.einsum("bsf,fnh->bsnh", value, wv) + bv
+    logits = np.einsum("btnh,bsnh->bnts", q, k) / np.sqrt(q.shape[-1])
+    mask = mask[:, None]
+    logits = np.where(mask, logits, -np.inf)
+    row_max = np.max(logits, -1, keepdims=True)
+    row_max = np.where(np.isfinite(row_max), row_max, 0.0)
+    exp = np.where(mask, np.exp(logits - row_max), 0.0)
+    total = exp.sum(-1, keepdims=True)
+    probs = np.divide(exp, total, out=np.zeros_like(exp), where=total > 0)
+    attended = np.einsum("bnts,bsnh->btnh", probs, v)
+    return np.einsum("btnh,nhf->btf", attended, wo) + bo
+
+
+def numpy_feedforward(x, w1, b1, w2, b2):
+    return np.maximum(x @ w1 + b1, 0.0) @ w2 + b2
+
+
+def numpy_transformer_encoder_block(x, mask, weights, norm_first):
+    """Float64 reference. weights: the block's get_weights() order."""
+    weights = [np.float64(w) for w in weights]
+    # [attention x8][self_attention_norm x2][feedforward_norm x2][dense x4]
+    attention, (g1, b1), (g2, b2) = weights[:8], weights[8:10], weights[10:12]
+    w1, c1, w2, c2 = weights[12:]
+    pairwise = mask[:, :, None] & mask[:, None, :]
+
+    def sublayer(x, fn, gamma, beta):
+        if norm_first:
+            return x + fn(numpy_layer_norm(x, gamma, beta))
+        return numpy_layer_norm(x + fn(x), gamma, beta)
+
+    x = sublayer(
+        x, lambda h: numpy_attention(h, h, attention, pairwise), g1, b1
+    )
+    return sublayer(x, lambda h: numpy_feedforward(h, w1, c1, w2, c2), g2, b2)
+
+
+class TransformerEncoderBlockTest(LayerTestCase):
+    def test_layer_contract_with_padding(self):
+        self.run_layer_test(
+            layers.TransformerEncoderBlock,
+            init_kwargs={
+                "num_heads": 2,
+                "intermediate_dim": 8,
+                "dropout": 0.1,
+                "seed": 3,
+            },
+            input_data={
+                "inputs": random(2, 4, 8),
+                "padding_mask": lengths_mask([4, 2], 4),
+            },
+            expected_output_shape=(2, 4, 8),
+            static_weights=KEY_BIAS,
+            tolerance=1e-4,
+        )
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_matches_numpy_reference(norm_first):
+    block = layers.TransformerEncoderBlock(
+        num_heads=2, intermediate_dim=12, dropout=0.0, norm_first=norm_first
+    )
+    x = random(2, 5, 8)
+    mask = lengths_mask([5, 3], 5)
+    actual = to_numpy(block(x, padding_mask=mask))
+    names = [w.path.split("/", 1)[1] for w in block.weights]
+    assert names[8:10] == [
+        "self_attention_norm/gamma",
+        "self_attention_norm/beta",
+    ]
+    expected = numpy_transformer_encoder_block(
+        np.float64(x), mask, block.get_weights(), norm_first
+    )
+    # Real positions only: padded queries are defined but meaningless.
+    np.testing.assert_allclose(actual[mask], expected[mask], atol=1e-4)
+
+
+def test_attention_scores_ignore_padding_and_sum_to_one():
+    block = layers.TransformerEncoderBlock(num_heads=2, intermediate_dim=8)
+    mask = lengths_mask([4, 2], 4)
+    _, scores = block(
+        random(2, 4, 8), padding_mask=mask, return_attention_scores=True
+    )
+    scores = to_numpy(scores)
+    assert scores.shape == (2, 2, 4, 4)
+    assert np.all(scores[1, :, :, 2:] == 0.0)
+    np.testing.assert_allclose(scores[0].sum(-1), 1.0, atol=1e-5)
+
+
+def test_dropout_only_in_training():
+    block = layers.TransformerEncoderBlock(2, 8, dropout=0.5, seed=1)
+    x = random(2, 4, 8)
+    first = to_numpy(block(x, training=False))
+    np.testing.assert_array_equal(first, to_numpy(block(x, training=False)))
+    assert not np.allclose(first, to_numpy(block(x, training=True)))
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"num_heads": 0, "intermediate_dim": 8}, "Received: num_heads=0"),
+        (
+            {"num_heads": 2, "intermediate_dim": -1},
+            "Received: intermediate_dim=-1",
+        ),
+        (
+            {"num_heads": 2, "intermediate_dim": 8, "dropout": 1.0},
+            "Received: dropout=1.0",
+        ),
+    ],
+)
+def test_bad_constructor_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        layers.TransformerEncoderBlock(**kwargs)
+
+
+def test_width_not_divisible_by_heads_is_a_clear_error():
+    block = layers.TransformerEncoderBlock(num_heads=3, intermediate_dim=8)
+    with pytest.raises(ValueError, match="num_heads=3"):
+        block(random(1, 2, 8))
