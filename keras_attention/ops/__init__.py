@@ -10,14 +10,20 @@ from keras_attention.ops.masking import local_mask
 from keras_attention.ops.masking import masked_softmax
 from keras_attention.ops.masking import merge_masks
 from keras_attention.ops.masking import pairwise_mask
+from keras_attention.ops.multi_dimensional import directional_mask
+from keras_attention.ops.multi_dimensional import (
+    multi_dimensional_attention,
+)
 from keras_attention.ops.positions import sinusoidal_positions
 
 __all__ = [
     "causal_mask",
+    "directional_mask",
     "large_negative",
     "local_mask",
     "masked_softmax",
     "merge_masks",
+    "multi_dimensional_attention",
     "pairwise_mask",
     "scaled_dot_product_attention",
     "sinusoidal_positions",

@@ -1,0 +1,367 @@
+import math
+
+import keras
+from keras import ops
+
+from keras_attention.layers.fusion_gate import FusionGate
+from keras_attention.layers.reinforced_sequence_sampler import (
+    ReinforcedSequenceSampler,
+)
+from keras_attention.layers.reinforced_sequence_sampler import masked_mean
+from keras_attention.ops.multi_dimensional import DIRECTIONS
+from keras_attention.ops.multi_dimensional import directional_mask
+from keras_attention.ops.multi_dimensional import multi_dimensional_attention
+from keras_attention.utils.masks import drop_keras_masks
+from keras_attention.utils.validation import check_choice
+from keras_attention.utils.validation import check_positive_int
+from keras_attention.utils.validation import check_rank
+from keras_attention.utils.validation import static_shape
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class ReinforcedSelfAttention(keras.layers.Layer):
+    """Reinforced self-attention (ReSA): soft attention among hard-selected
+    tokens.
+
+    Two untied `ReinforcedSequenceSampler`s choose the heads (tokens whose
+    context is computed) and the dependents (tokens that may be attended
+    to). Multi-dimensional attention then runs only among the selected
+    tokens:
+
+    ```
+    heads, head_log_prob = head_sampler(x)              # (B, T) bool
+    dependents, dep_log_prob = dependent_sampler(x)     # (B, T) bool
+    allowed[t, s] = heads[t] and dependents[s] and t != s and direction
+    logits[t, s, f] = c * tanh((W1 x_t + W2 x_s + b)[f] / c)
+    context[t] = sum_s masked_softmax(logits, allowed)[t, s] * x[s]
+    context[t] = mean of the real tokens, where t is not a head or has
+                 no allowed dependent
+    output = fusion_gate(x, context)
+    log_prob = head_log_prob + dep_log_prob             # (B,)
+    ```
+
+    Sparsity: the selected heads and dependents are gathered (selected
+    tokens first, in sequence order) into `K` slots and the pairwise
+    attention runs on `(B, K, K, F)`, so time and memory fall with the
+    selection. Without `capacity`, `K = T` (exact, but no saving); with
+    `capacity`, `K = ceil(capacity * T)`, and if more than `K` tokens are
+    selected the last ones are dropped (they then count as unselected in
+    the returned selections).
+
+    Masking: the mask comes from the `mask` argument or the Keras mask of
+    `inputs`. Padded tokens are never selected, so they get zero weight and
+    do not change the outputs at real tokens (with `capacity`, as long as
+    no selection is dropped). Unselected heads take the mean of the real
+    tokens (the paper's rule), so no row is undefined; an all-padding row
+    gives `F * x`. The output carries the input's Keras mask.
+
+    Training: the selections are discrete, so the samplers get no gradient
+    from the output; call with `return_selections=True` and train them on
+    `log_prob` by policy gradient (the ReSAN models in
+    `keras_attention.models` do this inside `compute_loss`).
+
+    Args:
+        direction: `"forward"`, `"backward"` or `None`. Defaults to `None`.
+        tanh_scale: float. `c`. Defaults to `5.0`.
+        capacity: float in (0, 1]. Fraction of the sequence length gathered
+            as heads and as dependents. Defaults to `None` (all).
+        sampler_hidden_dim: int. Width of the samplers' fusion layer.
+            Defaults to the input width.
+        threshold: float. The samplers' inference threshold. Defaults to
+            `0.5`.
+        use_fusion_gate: bool. Defaults to `True`.
+        block_size: int. Heads per block of the blocked computation.
+            Defaults to `None`.
+        seed: int. Seed of the samplers (the dependent sampler uses
+            `seed + 1`). Defaults to `None`.
+        kernel_initializer: initializer for the kernels. Defaults to
+            `"glorot_uniform"`.
+        bias_initializer: initializer for the biases. Defaults to `"zeros"`.
+        **kwargs: base layer arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        inputs: tensor `(B, T, F)`.
+        mask: optional boolean tensor `(B, T)`.
+        training: bool. Sample the selections (`True`) or use the
+            samplers' deterministic rule.
+        return_selections: bool. Also return the head and dependent
+            selections and the log-probability.
+        return_attention_scores: bool. Also return the soft attention
+            matrix `(B, T, T)` averaged over features (zero outside the
+            selection; not with `block_size`).
+
+    Returns:
+        `output` `(B, T, F)`; then, when `return_selections=True`,
+        `heads` `(B, T)` bool, `dependents` `(B, T)` bool and `log_prob`
+        `(B,)` float32; then the attention matrix when asked for.
+
+    Example:
+
+    >>> layer = ReinforcedSelfAttention(direction="forward", seed=1)
+    >>> x = keras.random.normal((2, 6, 8))
+    >>> out, heads, deps, log_prob = layer(
+    ...     x, training=True, return_selections=True)
+    >>> keras.ops.shape(out), keras.ops.shape(heads), keras.ops.shape(log_prob)
+    ((2, 6, 8), (2, 6), (2,))
+
+    References:
+        - [Shen et al., 2018, ReSAN](https://arxiv.org/abs/1801.10296),
+          sections 3.2 and 3.3.
+        - [Shen et al., 2017, DiSAN](https://arxiv.org/abs/1709.04696).
+    """
+
+    def __init__(
+        self,
+        direction=None,
+        tanh_scale=5.0,
+        capacity=None,
+        sampler_hidden_dim=None,
+        threshold=0.5,
+        use_fusion_gate=True,
+        block_size=None,
+        seed=None,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
+        check_choice("direction", direction, DIRECTIONS)
+        check_positive_int("block_size", block_size, allow_none=True)
+        check_positive_int(
+            "sampler_hidden_dim", sampler_hidden_dim, allow_none=True
+        )
+        if capacity is not None and (
+            isinstance(capacity, bool)
+            or not isinstance(capacity, (int, float))
+            or not 0.0 < capacity <= 1.0
+        ):
+            raise ValueError(
+                "Argument `capacity` must be a float in (0, 1] or None. "
+                f"Received: capacity={capacity!r}"
+            )
+        if (
+            isinstance(tanh_scale, bool)
+            or not isinstance(tanh_scale, (int, float))
+            or tanh_scale <= 0
+        ):
+            raise ValueError(
+                "Argument `tanh_scale` must be a positive number. "
+                f"Received: tanh_scale={tanh_scale!r}"
+            )
+        super().__init__(**kwargs)
+        self.direction = direction
+        self.tanh_scale = float(tanh_scale)
+        self.capacity = None if capacity is None else float(capacity)
+        self.sampler_hidden_dim = sampler_hidden_dim
+        self.threshold = threshold
+        self.use_fusion_gate = use_fusion_gate
+        self.block_size = block_size
+        self.seed = seed
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.supports_masking = True
+        # Samplers are made here so that their seed generators exist before
+        # the first call; their weights are built in `build`.
+        self.head_sampler = ReinforcedSequenceSampler(
+            hidden_dim=sampler_hidden_dim,
+            threshold=threshold,
+            seed=seed,
+            kernel_initializer=_clone(self.kernel_initializer),
+            bias_initializer=_clone(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name="head_sampler",
+        )
+        self.dependent_sampler = ReinforcedSequenceSampler(
+            hidden_dim=sampler_hidden_dim,
+            threshold=threshold,
+            seed=None if seed is None else seed + 1,
+            kernel_initializer=_clone(self.kernel_initializer),
+            bias_initializer=_clone(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name="dependent_sampler",
+        )
+
+    def build(self, inputs_shape):
+        check_rank("inputs", inputs_shape, 3)
+        features = inputs_shape[-1]
+        self.head_sampler.build(inputs_shape)
+        self.dependent_sampler.build(inputs_shape)
+        self.query_dense = keras.layers.Dense(
+            features,
+            use_bias=False,
+            kernel_initializer=_clone(self.kernel_initializer),
+            dtype=self.dtype_policy,
+            name="query_dense",
+        )
+        self.query_dense.build(inputs_shape)
+        self.key_dense = keras.layers.Dense(
+            features,
+            kernel_initializer=_clone(self.kernel_initializer),
+            bias_initializer=_clone(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name="key_dense",
+        )
+        self.key_dense.build(inputs_shape)
+        self.fusion_gate = None
+        if self.use_fusion_gate:
+            self.fusion_gate = FusionGate(
+                kernel_initializer=_clone(self.kernel_initializer),
+                bias_initializer=_clone(self.bias_initializer),
+                dtype=self.dtype_policy,
+                name="fusion_gate",
+            )
+            self.fusion_gate.build(inputs_shape, inputs_shape)
+        self._features = features
+        self.built = True
+
+    def call(
+        self,
+        inputs,
+        mask=None,
+        training=None,
+        return_selections=False,
+        return_attention_scores=False,
+    ):
+        shape = static_shape(inputs)
+        check_rank("inputs", shape, 3)
+        if shape[-1] not in (None, self._features):
+            raise ValueError(
+                f"The last dimension of `inputs` must be {self._features}, "
+                "the size the layer was built with. Received: inputs with "
+                f"shape {shape}"
+            )
+        if return_attention_scores and self.block_size is not None:
+            raise ValueError(
+                "The attention matrix is not materialized in blocked mode. "
+                f"Received: block_size={self.block_size}, "
+                "return_attention_scores=True"
+            )
+        drop_keras_masks(inputs)
+        length = ops.shape(inputs)[1]
+        if mask is None:
+            real = ops.ones(ops.shape(inputs)[:2], "bool")
+        else:
+            real = ops.cast(mask, "bool")
+        heads, head_log_prob = self.head_sampler(
+            inputs, mask=real, training=training
+        )
+        dependents, dep_log_prob = self.dependent_sampler(
+            inputs, mask=real, training=training
+        )
+        slots = self._slots(length)
+        # Selected tokens first, in order: (B, K) positions and (B, T) slot
+        # of each token (K = not gathered).
+        head_index, head_slot, heads = _gather_order(heads, slots)
+        dep_index, _, dependents = _gather_order(dependents, slots)
+
+        head_x = _take(inputs, head_index)  # (B, K, F)
+        dep_x = _take(inputs, dep_index)  # (B, K, F)
+        head_ok = _take(heads, head_index)  # (B, K)
+        dep_ok = _take(dependents, dep_index)  # (B, K)
+        # (B, K, K): both selected, t != s and the direction.
+        allowed = ops.logical_and(
+            ops.logical_and(
+                ops.expand_dims(head_ok, -1), ops.expand_dims(dep_ok, -2)
+            ),
+            directional_mask(head_index, dep_index, self.direction),
+        )
+        result = multi_dimensional_attention(
+            self.query_dense(head_x),
+            self.key_dense(dep_x),
+            dep_x,
+            mask=allowed,
+            tanh_scale=self.tanh_scale,
+            block_size=self.block_size,
+            return_attention_scores=return_attention_scores,
+        )
+        context, weights = result if return_attention_scores else (result, None)
+        mean = masked_mean(inputs, real)  # (B, 1, F)
+        attended = ops.any(allowed, axis=-1, keepdims=True)  # (B, K, 1)
+        context = ops.where(attended, context, mean)
+        # Slot K holds the mean: scatter back to (B, T, F).
+        context = ops.concatenate([context, mean], axis=1)
+        context = _take(context, head_slot)  # (B, T, F)
+
+        output = context
+        if self.fusion_gate is not None:
+            output = self.fusion_gate(inputs, context)
+        outputs = (output,)
+        if return_selections:
+            outputs += (heads, dependents, head_log_prob + dep_log_prob)
+        if return_attention_scores:
+            outputs += (
+                _scatter_scores(weights, head_index, dep_index, length),
+            )
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def _slots(self, length):
+        if self.capacity is None:
+            return length
+        if isinstance(length, int):
+            return max(1, math.ceil(self.capacity * length))
+        slots = ops.ceil(self.capacity * ops.cast(length, "float32"))
+        return ops.maximum(ops.cast(slots, "int32"), 1)
+
+    def compute_mask(self, inputs, mask=None):
+        return mask
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "direction": self.direction,
+                "tanh_scale": self.tanh_scale,
+                "capacity": self.capacity,
+                "sampler_hidden_dim": self.sampler_hidden_dim,
+                "threshold": self.threshold,
+                "use_fusion_gate": self.use_fusion_gate,
+                "block_size": self.block_size,
+                "seed": self.seed,
+                "kernel_initializer": keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+                "bias_initializer": keras.initializers.serialize(
+                    self.bias_initializer
+                ),
+            }
+        )
+        return config
+
+
+def _gather_order(selection, slots):
+    """Orders tokens selected-first and gives each its slot.
+
+    Returns `index` `(B, K)` (positions of the first `K` tokens in that
+    order), `slot` `(B, T)` (a token's slot if it is selected and gathered,
+    else `K`) and the selection restricted to gathered tokens.
+    """
+    length = ops.shape(selection)[1]
+    positions = ops.expand_dims(ops.arange(length, dtype="int32"), 0)
+    # Selected tokens sort by position, unselected ones after them.
+    keys = ops.where(selection, positions, positions + length)  # (B, T)
+    order = ops.argsort(keys, axis=-1)  # (B, T)
+    rank = ops.argsort(order, axis=-1)  # (B, T) rank of each token
+    order = ops.cast(order, "int32")
+    rank = ops.cast(rank, "int32")
+    kept = ops.logical_and(selection, ops.less(rank, slots))
+    slot = ops.where(kept, rank, slots)
+    return order[:, :slots], slot, kept
+
+
+def _take(values, index):
+    """Gathers along axis 1: `values` `(B, T, ...)`, `index` `(B, K)`."""
+    index = ops.cast(index, "int32")
+    for _ in range(len(values.shape) - 2):
+        index = ops.expand_dims(index, -1)
+    return ops.take_along_axis(values, index, axis=1)
+
+
+def _scatter_scores(weights, head_index, dep_index, length):
+    # (B, K, K, F) -> (B, K, K) -> (B, T, T) through one-hot placements.
+    weights = ops.mean(weights, axis=-1)
+    head_place = ops.one_hot(head_index, length, dtype=weights.dtype)
+    dep_place = ops.one_hot(dep_index, length, dtype=weights.dtype)
+    return ops.einsum("bkt,bkl,bls->bts", head_place, weights, dep_place)
+
+
+def _clone(initializer):
+    return initializer.__class__.from_config(initializer.get_config())

@@ -1,0 +1,196 @@
+import math
+
+import keras
+from keras import ops
+
+from keras_attention.utils.masks import drop_keras_masks
+from keras_attention.utils.validation import check_positive_int
+from keras_attention.utils.validation import check_rank
+from keras_attention.utils.validation import static_shape
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class ReinforcedSequenceSampler(keras.layers.Layer):
+    """Hard token selection (RSS): a keep/drop decision for every token.
+
+    Each token's keep probability comes from a parallel context fusion of
+    the token with the mean of its sequence:
+
+    ```
+    pooled = masked_mean(x)                            # (B, 1, F)
+    features = [x; pooled; x * pooled]                 # (B, T, 3F)
+    logits = keep_dense(context_dense(features))       # (B, T)
+    probabilities = sigmoid(logits)
+    training:  selection = uniform() < probabilities   # Bernoulli sample
+    inference: selection = probabilities > threshold   # deterministic
+    log_prob = sum_t log P(selection_t)                # (B,)
+    ```
+
+    The selection is discrete, so no gradient reaches this layer through it:
+    its weights learn from `log_prob` by policy gradient (REINFORCE), which
+    the ReSAN models do in `compute_loss`. Sampling uses the layer's own
+    `keras.random.SeedGenerator(seed)` and happens only when `training` is
+    true; at inference the rule is deterministic, so exported models are
+    reproducible.
+
+    Masking: the mask comes from the `mask` argument or the Keras mask of
+    `inputs`. Padded tokens are never selected and add nothing to
+    `log_prob`; the pooled context averages real tokens only (a row with no
+    real token pools to zeros and selects nothing). Outputs carry no mask.
+
+    Relation to the paper: the paper's RSS fuses the token, the sequence's
+    mean and their product with one dense layer; `hidden_dim` sets its width.
+
+    Args:
+        hidden_dim: int. Width of the context fusion layer. Defaults to the
+            input width.
+        threshold: float in (0, 1). Inference keeps tokens whose probability
+            exceeds it. Defaults to `0.5`.
+        seed: int. Seed of the sampling. Defaults to `None`.
+        kernel_initializer: initializer for the kernels. Defaults to
+            `"glorot_uniform"`.
+        bias_initializer: initializer for the biases. Defaults to `"zeros"`.
+        **kwargs: base layer arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        inputs: tensor `(B, T, F)`.
+        mask: optional boolean tensor `(B, T)`, `True` = real token.
+        training: bool. Sample (`True`) or apply the threshold.
+        return_probabilities: bool. Also return the keep probabilities.
+
+    Returns:
+        A tuple `(selection, log_prob)`: a boolean tensor `(B, T)` and the
+        float32 log-probability `(B,)` of that selection under the layer's
+        distribution; followed by the float32 probabilities `(B, T)` when
+        `return_probabilities=True`.
+
+    Example:
+
+    >>> sampler = ReinforcedSequenceSampler(seed=1)
+    >>> x = keras.random.normal((2, 5, 8))
+    >>> selection, log_prob = sampler(x, training=True)
+    >>> keras.ops.shape(selection), keras.ops.shape(log_prob)
+    ((2, 5), (2,))
+
+    References:
+        - [Shen et al., 2018, ReSAN](https://arxiv.org/abs/1801.10296),
+          section 3.1 (reinforced sequence sampling) and 3.3 (training).
+    """
+
+    def __init__(
+        self,
+        hidden_dim=None,
+        threshold=0.5,
+        seed=None,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
+        check_positive_int("hidden_dim", hidden_dim, allow_none=True)
+        if (
+            isinstance(threshold, bool)
+            or not isinstance(threshold, (int, float))
+            or not 0.0 < threshold < 1.0
+        ):
+            raise ValueError(
+                "Argument `threshold` must be a float in (0, 1). "
+                f"Received: threshold={threshold!r}"
+            )
+        super().__init__(**kwargs)
+        self.hidden_dim = hidden_dim
+        self.threshold = float(threshold)
+        self.seed = seed
+        self.seed_generator = keras.random.SeedGenerator(seed)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.supports_masking = True
+
+    def build(self, inputs_shape):
+        check_rank("inputs", inputs_shape, 3)
+        features = inputs_shape[-1]
+        hidden = self.hidden_dim or features
+        self.context_dense = keras.layers.Dense(
+            hidden,
+            activation="relu",
+            kernel_initializer=_clone(self.kernel_initializer),
+            bias_initializer=_clone(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name="context_dense",
+        )
+        self.context_dense.build(tuple(inputs_shape[:-1]) + (3 * features,))
+        self.keep_dense = keras.layers.Dense(
+            1,
+            kernel_initializer=_clone(self.kernel_initializer),
+            bias_initializer=_clone(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name="keep_dense",
+        )
+        self.keep_dense.build(tuple(inputs_shape[:-1]) + (hidden,))
+        self.built = True
+
+    def call(
+        self, inputs, mask=None, training=None, return_probabilities=False
+    ):
+        check_rank("inputs", static_shape(inputs), 3)
+        drop_keras_masks(inputs)
+        if mask is None:
+            real = ops.ones(ops.shape(inputs)[:2], "bool")
+        else:
+            real = ops.cast(mask, "bool")
+        pooled = masked_mean(inputs, real)  # (B, 1, F)
+        pooled_t = ops.broadcast_to(pooled, ops.shape(inputs))
+        features = ops.concatenate(
+            [inputs, pooled_t, inputs * pooled_t], axis=-1
+        )  # (B, T, 3F)
+        logits = self.keep_dense(self.context_dense(features))[..., 0]
+        logits = ops.cast(logits, "float32")  # (B, T)
+        probabilities = ops.sigmoid(logits)
+        if training:
+            noise = keras.random.uniform(
+                ops.shape(logits), seed=self.seed_generator
+            )
+            selection = ops.less(noise, probabilities)
+        else:
+            # p > threshold  <=>  logit > log(threshold / (1 - threshold))
+            cut = math.log(self.threshold / (1.0 - self.threshold))
+            selection = ops.greater(logits, cut)
+        selection = ops.logical_and(selection, real)
+        token_log_prob = ops.where(
+            selection, ops.log_sigmoid(logits), ops.log_sigmoid(-logits)
+        )
+        log_prob = ops.sum(ops.where(real, token_log_prob, 0.0), axis=-1)
+        if return_probabilities:
+            return selection, log_prob, probabilities
+        return selection, log_prob
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "hidden_dim": self.hidden_dim,
+                "threshold": self.threshold,
+                "seed": self.seed,
+                "kernel_initializer": keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+                "bias_initializer": keras.initializers.serialize(
+                    self.bias_initializer
+                ),
+            }
+        )
+        return config
+
+
+def masked_mean(inputs, mask):
+    """Mean over the real tokens `(B, 1, F)`; zeros for an empty row."""
+    weights = ops.cast(ops.expand_dims(mask, -1), inputs.dtype)  # (B, T, 1)
+    total = ops.sum(inputs * weights, axis=1, keepdims=True)
+    count = ops.sum(weights, axis=1, keepdims=True)
+    return total / ops.maximum(count, ops.cast(1.0, inputs.dtype))
+
+
+def _clone(initializer):
+    return initializer.__class__.from_config(initializer.get_config())
