@@ -1,0 +1,360 @@
+"""Trains an NLI model on SICK or SNLI and writes metrics.json.
+
+Models (`--model`): `decomposable` (Parikh et al., 2016; `--intra` adds
+intra-sentence attention) and `bow` (mean of word vectors, the baseline).
+Word vectors: the staged 50-d GloVe subset, each row scaled to unit norm,
+frozen, and projected by the model, as in the paper.
+
+Usage:
+
+    python applications/nli/train.py --model decomposable --intra \\
+        --dataset snli --data-dir DATA --output-dir runs/da_intra_snli
+
+Writes to `--output-dir`: `model.keras` (the weights with the best dev
+accuracy), `vocabulary.txt`, `config.json`, `metrics.json` (dev and test
+accuracy, training time, trainable parameters, training pairs per second,
+backend, model, dataset) and, during training, `checkpoint.keras` and a
+`backup/` folder for resuming an interrupted run. `--smoke` trains one
+epoch on a few dozen pairs, to check the pipeline in seconds.
+"""
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+
+import keras
+import numpy as np
+
+from keras_attention import data
+from keras_attention import models
+
+
+@dataclasses.dataclass
+class Config:
+    model: str = "decomposable"  # a key of MODEL_BUILDERS
+    intra: bool = False  # decomposable: intra-sentence attention
+    dataset: str = "snli"  # "sick" or "snli" (9,987-pair train subset)
+    data_dir: str = None  # default: $KERAS_ATTENTION_DATA
+    epochs: int = 30
+    batch_size: int = 32
+    optimizer: str = "adam"  # "adam" or "adagrad" (the paper's)
+    learning_rate: float = None  # default: adam 1e-3, adagrad 0.05
+    hidden_dim: int = 200
+    dropout: float = 0.2
+    max_length: int = 100  # longer sentences are cut (and counted)
+    output_dir: str = "runs/nli"
+    seed: int = 1337
+    smoke: bool = False  # a few dozen pairs, one epoch
+    verbose: int = 1  # Keras progress bar: 0 silent, 1 bar, 2 one line
+
+
+# A model builder takes the vocabulary size, the embedding matrix and the
+# keyword arguments from `model_kwargs`, and returns a Keras model with
+# inputs {"premise", "hypothesis"} (int ids, 0 = padding) and class
+# probabilities as output.
+MODEL_BUILDERS = {
+    "decomposable": models.decomposable_attention_model,
+    "bow": models.bag_of_words_model,
+}
+DEFAULT_LEARNING_RATES = {"adam": 1e-3, "adagrad": 0.05}
+SMOKE_SIZES = {"train": 64, "dev": 32, "test": 32}
+
+
+def model_kwargs(config):
+    """Builder arguments for `config.model` beyond the shared ones."""
+    kwargs = {
+        "hidden_dim": config.hidden_dim,
+        "dropout": config.dropout,
+        "seed": config.seed,
+    }
+    if config.model == "decomposable":
+        kwargs["intra_attention"] = config.intra
+    return kwargs
+
+
+# Data: sentences -> tokens -> ids -> padded arrays.
+
+
+def load_splits(dataset, data_dir):
+    """`{"train"|"dev"|"test": (premises, hypotheses, labels)}`, strings."""
+    splits = {}
+    for split in ("train", "dev", "test"):
+        if dataset == "sick":
+            rows = data.load_sick(split, data_dir=data_dir)
+            splits[split] = (
+                rows["sentence_a"],
+                rows["sentence_b"],
+                rows["entailment"],
+            )
+        else:
+            rows = data.load_snli(split, data_dir=data_dir)
+            splits[split] = (rows["premise"], rows["hypothesis"], rows["label"])
+    return splits
+
+
+def build_vocabulary(tokenized, glove_words):
+    """Padding, unknown, every training word, and dev/test words in GloVe.
+
+    Dev and test words enter only through their fixed pretrained vectors;
+    a dev or test word without one maps to `<unk>`.
+    """
+    vocabulary = data.build_vocabulary(
+        tokenized["train"][0] + tokenized["train"][1]
+    )
+    known = set(vocabulary)
+    for split in ("dev", "test"):
+        for sentence in tokenized[split][0] + tokenized[split][1]:
+            for word in sentence:
+                if word not in known and word in glove_words:
+                    known.add(word)
+                    vocabulary.append(word)
+    return vocabulary
+
+
+def embedding_matrix(vocabulary, words, vectors, seed):
+    """GloVe rows scaled to unit norm; random unit rows for other words.
+
+    Row 0 (padding) is zero. Returns the matrix and the number of words
+    found in GloVe.
+    """
+    index = {}
+    for i, word in enumerate(words):
+        index.setdefault(word, i)
+    rng = np.random.default_rng(seed)
+    matrix = rng.normal(size=(len(vocabulary), vectors.shape[1]))
+    found = 0
+    for i, word in enumerate(vocabulary):
+        if word in index:
+            matrix[i] = vectors[index[word]]
+            found += 1
+    matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-6)
+    matrix[0] = 0.0
+    return matrix.astype("float32"), found
+
+
+def to_ids(sentences, vocabulary_index, max_length):
+    """Pads token lists to one array `(N, L)`; returns it and cut count."""
+    unknown = vocabulary_index["<unk>"]
+    length = max(1, min(max_length, max(len(s) for s in sentences)))
+    ids = np.zeros((len(sentences), length), dtype="int32")
+    cut = 0
+    for row, sentence in enumerate(sentences):
+        cut += len(sentence) > length
+        sentence = sentence[:length]
+        ids[row, : len(sentence)] = [
+            vocabulary_index.get(word, unknown) for word in sentence
+        ]
+    return ids, cut
+
+
+def prepare_data(config):
+    """Loads, tokenizes and encodes the dataset; builds the embeddings."""
+    splits = load_splits(config.dataset, config.data_dir)
+    if config.smoke:
+        splits = {
+            name: tuple(column[: SMOKE_SIZES[name]] for column in columns)
+            for name, columns in splits.items()
+        }
+    tokenized = {
+        name: (
+            [data.tokenize(s) for s in premises],
+            [data.tokenize(s) for s in hypotheses],
+            labels,
+        )
+        for name, (premises, hypotheses, labels) in splits.items()
+    }
+    glove_words, glove_vectors = data.load_glove(data_dir=config.data_dir)
+    vocabulary = build_vocabulary(tokenized, set(glove_words))
+    matrix, found = embedding_matrix(
+        vocabulary, glove_words, glove_vectors, config.seed
+    )
+    vocabulary_index = {word: i for i, word in enumerate(vocabulary)}
+    arrays, cut = {}, 0
+    for name, (premises, hypotheses, labels) in tokenized.items():
+        premise_ids, cut_p = to_ids(
+            premises, vocabulary_index, config.max_length
+        )
+        hypothesis_ids, cut_h = to_ids(
+            hypotheses, vocabulary_index, config.max_length
+        )
+        cut += cut_p + cut_h
+        arrays[name] = (
+            {"premise": premise_ids, "hypothesis": hypothesis_ids},
+            data.encode_labels(labels),
+        )
+    info = {
+        "vocabulary_size": len(vocabulary),
+        "glove_found": found,
+        "sentences_cut": cut,
+        "pairs": {name: len(y) for name, (_, y) in arrays.items()},
+    }
+    return arrays, vocabulary, matrix, info
+
+
+# Training.
+
+
+class TrainingTimer(keras.callbacks.Callback):
+    """Wall time of the training batches of each epoch (no validation)."""
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._start = time.perf_counter()
+        self._last = self._start
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._last = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.epoch_seconds.append(self._last - self._start)
+
+    def on_train_begin(self, logs=None):
+        self.epoch_seconds = []
+
+
+def make_optimizer(config):
+    rate = config.learning_rate or DEFAULT_LEARNING_RATES[config.optimizer]
+    if config.optimizer == "adagrad":
+        return keras.optimizers.Adagrad(learning_rate=rate)
+    return keras.optimizers.Adam(learning_rate=rate)
+
+
+def distribution_scope():
+    """A MirroredStrategy scope on TensorFlow with several GPUs."""
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        if len(tf.config.list_physical_devices("GPU")) > 1:
+            return tf.distribute.MirroredStrategy().scope()
+    import contextlib
+
+    return contextlib.nullcontext()
+
+
+def trainable_parameters(model):
+    return int(sum(np.prod(w.shape) for w in model.trainable_weights))
+
+
+def train(config):
+    os.makedirs(config.output_dir, exist_ok=True)
+    keras.utils.set_random_seed(config.seed)
+    arrays, vocabulary, matrix, info = prepare_data(config)
+    print(
+        f"{config.dataset}: {info['pairs']} pairs, vocabulary "
+        f"{info['vocabulary_size']} ({info['glove_found']} in GloVe), "
+        f"{info['sentences_cut']} sentences cut to {config.max_length}"
+    )
+    with open(os.path.join(config.output_dir, "vocabulary.txt"), "w") as f:
+        f.write("\n".join(vocabulary) + "\n")
+    with open(os.path.join(config.output_dir, "config.json"), "w") as f:
+        json.dump(dataclasses.asdict(config), f, indent=2)
+
+    with distribution_scope():
+        model = MODEL_BUILDERS[config.model](
+            vocabulary_size=len(vocabulary),
+            embeddings=matrix,
+            **model_kwargs(config),
+        )
+        model.compile(
+            optimizer=make_optimizer(config),
+            loss="sparse_categorical_crossentropy",
+            metrics=["accuracy"],
+        )
+    parameters = trainable_parameters(model)
+    print(f"{model.name}: {parameters:,} trainable parameters")
+
+    checkpoint = os.path.join(config.output_dir, "checkpoint.keras")
+    timer = TrainingTimer()
+    callbacks = [
+        keras.callbacks.ModelCheckpoint(
+            checkpoint, monitor="val_accuracy", save_best_only=True
+        ),
+        keras.callbacks.BackupAndRestore(
+            os.path.join(config.output_dir, "backup")
+        ),
+        timer,
+    ]
+    (x_train, y_train), dev = arrays["train"], arrays["dev"]
+    start = time.perf_counter()
+    model.fit(
+        x_train,
+        y_train,
+        validation_data=dev,
+        epochs=1 if config.smoke else config.epochs,
+        batch_size=config.batch_size,
+        shuffle=True,
+        callbacks=callbacks,
+        verbose=config.verbose,
+    )
+    train_seconds = time.perf_counter() - start
+
+    best = keras.saving.load_model(checkpoint)
+    best.save(os.path.join(config.output_dir, "model.keras"))
+    results = {
+        split: best.evaluate(
+            *arrays[split],
+            batch_size=256,
+            verbose=0,
+            return_dict=True,
+        )
+        for split in ("dev", "test")
+    }
+    # Throughput over the epochs after the first, which includes compiling.
+    seconds = timer.epoch_seconds[1:] or timer.epoch_seconds
+    pairs_per_second = len(y_train) * len(seconds) / sum(seconds)
+    metrics = {
+        "dev_accuracy": results["dev"]["accuracy"],
+        "test_accuracy": results["test"]["accuracy"],
+        "train_seconds": train_seconds,
+        "epochs": len(timer.epoch_seconds),
+        "parameters": parameters,
+        "pairs_per_second": pairs_per_second,
+        "backend": keras.backend.backend(),
+        "model": config.model + ("_intra" if config.intra else ""),
+        "dataset": config.dataset,
+        "optimizer": config.optimizer,
+        **info,
+    }
+    with open(os.path.join(config.output_dir, "metrics.json"), "w") as f:
+        json.dump(metrics, f, indent=2)
+    print(json.dumps(metrics, indent=2))
+    return metrics
+
+
+def parse_args(argv=None):
+    defaults = Config()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--model", choices=sorted(MODEL_BUILDERS), default=defaults.model
+    )
+    parser.add_argument("--intra", action="store_true")
+    parser.add_argument(
+        "--dataset", choices=("sick", "snli"), default=defaults.dataset
+    )
+    parser.add_argument("--data-dir", default=defaults.data_dir)
+    parser.add_argument("--epochs", type=int, default=defaults.epochs)
+    parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
+    parser.add_argument(
+        "--optimizer", choices=("adam", "adagrad"), default=defaults.optimizer
+    )
+    parser.add_argument("--learning-rate", type=float, default=None)
+    parser.add_argument("--hidden-dim", type=int, default=defaults.hidden_dim)
+    parser.add_argument("--dropout", type=float, default=defaults.dropout)
+    parser.add_argument("--max-length", type=int, default=defaults.max_length)
+    parser.add_argument("--output-dir", default=defaults.output_dir)
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--smoke", action="store_true")
+    parser.add_argument("--verbose", type=int, default=defaults.verbose)
+    args = parser.parse_args(argv)
+    if args.intra and args.model != "decomposable":
+        parser.error(
+            f"--intra needs --model decomposable. Received: --model "
+            f"{args.model}"
+        )
+    return Config(**{k.replace("-", "_"): v for k, v in vars(args).items()})
+
+
+if __name__ == "__main__":
+    train(parse_args(sys.argv[1:]))

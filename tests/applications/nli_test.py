@@ -1,0 +1,124 @@
+"""The NLI application runs end to end in --smoke mode on every backend."""
+
+import importlib.util
+import json
+import pathlib
+
+import keras
+import numpy as np
+import pytest
+
+from keras_attention import data
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "applications" / "nli" / "train.py"
+METRIC_KEYS = (
+    "dev_accuracy",
+    "test_accuracy",
+    "train_seconds",
+    "parameters",
+    "pairs_per_second",
+    "backend",
+    "model",
+    "dataset",
+)
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("nli_train", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def data_available():
+    try:
+        data.get_file("sick/SICK_trial.txt")
+        data.get_file("glove/glove.6B.50d.subset.txt.gz")
+    except (FileNotFoundError, ValueError, OSError):
+        return False
+    return True
+
+
+@pytest.mark.skipif(
+    not data_available(),
+    reason="staged data not found (set KERAS_ATTENTION_DATA)",
+)
+def test_smoke_run_writes_metrics_and_a_loadable_model(tmp_path):
+    train = load_script()
+    config = train.parse_args(
+        [
+            "--smoke",
+            "--model",
+            "decomposable",
+            "--intra",
+            "--dataset",
+            "sick",
+            "--hidden-dim",
+            "16",
+            "--optimizer",
+            "adagrad",
+            "--output-dir",
+            str(tmp_path),
+            "--verbose",
+            "0",
+        ]
+    )
+    metrics = train.train(config)
+    written = json.loads((tmp_path / "metrics.json").read_text())
+    assert written.keys() == metrics.keys()
+    assert written["test_accuracy"] == pytest.approx(metrics["test_accuracy"])
+    for key in METRIC_KEYS:
+        assert key in written, key
+    assert written["backend"] == keras.backend.backend()
+    assert written["model"] == "decomposable_intra"
+    assert written["dataset"] == "sick"
+    assert 0.0 <= written["dev_accuracy"] <= 1.0
+    assert 0.0 <= written["test_accuracy"] <= 1.0
+    assert written["pairs_per_second"] > 0
+    assert written["pairs"] == {"train": 64, "dev": 32, "test": 32}
+    # Trainable parameters exclude the frozen 50-d word vectors.
+    model = keras.saving.load_model(tmp_path / "model.keras", safe_mode=True)
+    embedding = model.get_layer("word_embedding")
+    assert not embedding.trainable
+    assert written["parameters"] == sum(
+        int(np.prod(w.shape)) for w in model.trainable_weights
+    )
+    vocabulary = (tmp_path / "vocabulary.txt").read_text().split("\n")[:-1]
+    assert vocabulary[:2] == ["<pad>", "<unk>"]
+    assert len(vocabulary) == embedding.input_dim
+
+
+def test_every_builder_has_the_shared_interface():
+    train = load_script()
+    assert {"decomposable", "bow"} <= set(train.MODEL_BUILDERS)
+    vectors = np.random.default_rng(0).normal(size=(12, 4)).astype("float32")
+    for name, builder in train.MODEL_BUILDERS.items():
+        config = train.Config(model=name, hidden_dim=4)
+        model = builder(
+            vocabulary_size=12, embeddings=vectors, **train.model_kwargs(config)
+        )
+        assert set(model.input) == {"premise", "hypothesis"}, name
+        assert tuple(model.output.shape) == (None, 3), name
+
+
+def test_data_pipeline_pads_cuts_and_maps_unknown_words():
+    train = load_script()
+    vocabulary = ["<pad>", "<unk>", "a", "dog"]
+    index = {w: i for i, w in enumerate(vocabulary)}
+    ids, cut = train.to_ids([["a", "dog", "a"], ["cat"], []], index, 2)
+    np.testing.assert_array_equal(ids, [[2, 3], [1, 0], [0, 0]])
+    assert cut == 1
+    matrix, found = train.embedding_matrix(
+        vocabulary, ["dog", "a"], np.array([[3.0, 4.0], [1.0, 0.0]]), seed=0
+    )
+    assert found == 2
+    np.testing.assert_array_equal(matrix[0], 0.0)
+    np.testing.assert_allclose(matrix[3], [0.6, 0.8], atol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(matrix[1:], axis=1), 1.0)
+
+
+def test_intra_needs_the_decomposable_model():
+    train = load_script()
+    with pytest.raises(SystemExit):
+        train.parse_args(["--model", "bow", "--intra"])
