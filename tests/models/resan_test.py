@@ -1,0 +1,125 @@
+import os
+import tempfile
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_attention import models
+
+RNG = np.random.default_rng(17)
+
+
+def pair_data(n=64, length=8, vocabulary=40):
+    lengths = RNG.integers(1, length + 1, size=(2, n))
+    ids = RNG.integers(1, vocabulary, size=(2, n, length))
+    ids = np.where(np.arange(length) < lengths[..., None], ids, 0)
+    labels = (ids[0, :, 0] % 3).astype("int32")
+    return {"premise": ids[0], "hypothesis": ids[1]}, labels
+
+
+def sampler_weights(model):
+    return [
+        np.array(ops.convert_to_numpy(w))
+        for w in model.trainable_weights
+        if "sampler" in w.path
+    ]
+
+
+def mean_training_selection_rate(model, x, draws=4):
+    rates = [
+        ops.convert_to_numpy(model(x, training=True)["selection_rate"])
+        for _ in range(draws)
+    ]
+    return float(np.mean(rates))
+
+
+def classifier(**kwargs):
+    return models.ReSANClassifier(
+        vocabulary_size=40, embedding_dim=8, hidden_dim=6, seed=1, **kwargs
+    )
+
+
+def test_fit_trains_samplers_and_sparsity_penalty_lowers_selection():
+    x, y = pair_data()
+    model = classifier(sparsity_penalty=20.0, dropout=0.0)
+    model.compile(
+        optimizer=keras.optimizers.Adam(0.02),
+        loss="sparse_categorical_crossentropy",
+        metrics=["accuracy"],
+    )
+    before_weights = sampler_weights(model)
+    before_rate = mean_training_selection_rate(model, x)
+    history = model.fit(x, y, epochs=6, batch_size=16, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+    assert "accuracy" in history.history
+    after_rate = mean_training_selection_rate(model, x)
+    moved = [np.abs(a - b).max() for a, b in zip(sampler_weights(model), before_weights)]
+    assert len(moved) == 16 and min(moved) > 0.0, moved
+    assert after_rate < before_rate - 0.1, (before_rate, after_rate)
+
+    # Inference is deterministic; saving and reloading keeps the outputs.
+    first = model.predict(x, verbose=0)["probabilities"]
+    second = model.predict(x, verbose=0)["probabilities"]
+    np.testing.assert_array_equal(first, second)
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "resan.keras")
+        model.save(path)
+        revived = keras.saving.load_model(path, safe_mode=True)
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(revived(x)["probabilities"]), first, atol=1e-5
+    )
+    assert revived.sparsity_penalty == 20.0
+
+
+def test_without_reward_the_samplers_do_not_learn():
+    x, y = pair_data(n=16)
+    model = classifier(reward_weight=0.0)
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    before = sampler_weights(model)
+    other = [np.array(ops.convert_to_numpy(w)) for w in model.trainable_weights]
+    model.fit(x, y, epochs=1, batch_size=16, verbose=0)
+    for a, b in zip(sampler_weights(model), before):
+        np.testing.assert_array_equal(a, b)
+    after = [np.array(ops.convert_to_numpy(w)) for w in model.trainable_weights]
+    assert sum(np.abs(a - b).max() > 0 for a, b in zip(after, other)) > 10
+
+
+def test_training_samples_differ_from_call_to_call():
+    x, _ = pair_data(n=8)
+    model = classifier()
+    draws = [
+        ops.convert_to_numpy(model(x, training=True)["log_prob"]) for _ in "ab"
+    ]
+    assert np.abs(draws[0] - draws[1]).max() > 0
+
+
+def test_padding_does_not_change_predictions():
+    x, _ = pair_data(n=4)
+    model = models.ReSANRelatedness(
+        vocabulary_size=40, embedding_dim=8, hidden_dim=6, seed=2
+    )
+    inputs = {"sentence_a": x["premise"], "sentence_b": x["hypothesis"]}
+    padded = {k: np.pad(v, [(0, 0), (0, 5)]) for k, v in inputs.items()}
+    a, b = model(inputs), model(padded)
+    for key in ("score", "log_prob", "selection_rate"):
+        np.testing.assert_allclose(
+            ops.convert_to_numpy(a[key]), ops.convert_to_numpy(b[key]), atol=1e-5
+        )
+    score = ops.convert_to_numpy(a["score"])
+    assert np.all((score >= 1) & (score <= 5))
+
+
+def test_relatedness_target_has_the_score_as_expectation():
+    scores = np.array([1.0, 2.5, 3.2, 5.0])
+    target = models.relatedness_target(scores)
+    np.testing.assert_allclose(target.sum(-1), 1.0, atol=1e-6)
+    np.testing.assert_allclose(target @ np.arange(1, 6), scores, atol=1e-5)
+    with pytest.raises(ValueError, match=r"Received: scores=\[5.5\]"):
+        models.relatedness_target([3.0, 5.5])
+
+
+def test_bad_embeddings_are_rejected():
+    with pytest.raises(ValueError, match=r"embeddings with shape \(5, 3\)"):
+        models.resan_encoder(vocabulary_size=6, embeddings=np.zeros((5, 3)))
