@@ -27,7 +27,7 @@ def sampler_weights(model):
     ]
 
 
-def mean_training_selection_rate(model, x, draws=4):
+def mean_training_selection_rate(model, x, draws=2):
     rates = [
         ops.convert_to_numpy(model(x, training=True)["selection_rate"])
         for _ in range(draws)
@@ -45,17 +45,20 @@ def test_fit_trains_samplers_and_sparsity_penalty_lowers_selection():
     x, y = pair_data()
     model = classifier(sparsity_penalty=20.0, dropout=0.0)
     model.compile(
-        optimizer=keras.optimizers.Adam(0.02),
+        optimizer=keras.optimizers.Adam(0.05),
         loss="sparse_categorical_crossentropy",
         metrics=["accuracy"],
     )
     before_weights = sampler_weights(model)
     before_rate = mean_training_selection_rate(model, x)
-    history = model.fit(x, y, epochs=6, batch_size=16, verbose=0)
+    history = model.fit(x, y, epochs=3, batch_size=32, verbose=0)
     assert np.all(np.isfinite(history.history["loss"]))
     assert "accuracy" in history.history
     after_rate = mean_training_selection_rate(model, x)
-    moved = [np.abs(a - b).max() for a, b in zip(sampler_weights(model), before_weights)]
+    moved = [
+        np.abs(a - b).max()
+        for a, b in zip(sampler_weights(model), before_weights)
+    ]
     assert len(moved) == 16 and min(moved) > 0.0, moved
     assert after_rate < before_rate - 0.1, (before_rate, after_rate)
 
@@ -86,15 +89,6 @@ def test_without_reward_the_samplers_do_not_learn():
     assert sum(np.abs(a - b).max() > 0 for a, b in zip(after, other)) > 10
 
 
-def test_training_samples_differ_from_call_to_call():
-    x, _ = pair_data(n=8)
-    model = classifier()
-    draws = [
-        ops.convert_to_numpy(model(x, training=True)["log_prob"]) for _ in "ab"
-    ]
-    assert np.abs(draws[0] - draws[1]).max() > 0
-
-
 def test_padding_does_not_change_predictions():
     x, _ = pair_data(n=4)
     model = models.ReSANRelatedness(
@@ -105,7 +99,9 @@ def test_padding_does_not_change_predictions():
     a, b = model(inputs), model(padded)
     for key in ("score", "log_prob", "selection_rate"):
         np.testing.assert_allclose(
-            ops.convert_to_numpy(a[key]), ops.convert_to_numpy(b[key]), atol=1e-5
+            ops.convert_to_numpy(a[key]),
+            ops.convert_to_numpy(b[key]),
+            atol=1e-5,
         )
     score = ops.convert_to_numpy(a["score"])
     assert np.all((score >= 1) & (score <= 5))
