@@ -13,7 +13,7 @@ Usage:
 Writes to `--output-dir`: `model.keras` (the weights with the best dev
 accuracy), `vocabulary.txt`, `config.json`, `metrics.json` (dev and test
 accuracy, training time, trainable parameters, training pairs per second,
-backend, model, dataset) and, during training, `checkpoint.keras` and a
+backend, model, dataset) and, during training, `checkpoint.weights.h5` and a
 `backup/` folder for resuming an interrupted run. `--smoke` trains one
 epoch on a few dozen pairs, to check the pipeline in seconds.
 """
@@ -135,10 +135,12 @@ def embedding_matrix(vocabulary, words, vectors, seed):
     return matrix.astype("float32"), found
 
 
-def to_ids(sentences, vocabulary_index, max_length):
-    """Pads token lists to one array `(N, L)`; returns it and cut count."""
+def to_ids(sentences, vocabulary_index, length):
+    """Pads (or cuts) token lists to one array `(N, length)`.
+
+    Returns the array and the number of sentences that were cut.
+    """
     unknown = vocabulary_index["<unk>"]
-    length = max(1, min(max_length, max(len(s) for s in sentences)))
     ids = np.zeros((len(sentences), length), dtype="int32")
     cut = 0
     for row, sentence in enumerate(sentences):
@@ -172,14 +174,17 @@ def prepare_data(config):
         vocabulary, glove_words, glove_vectors, config.seed
     )
     vocabulary_index = {word: i for i, word in enumerate(vocabulary)}
+    # One length for every split, so that each step compiles only once.
+    longest = max(
+        len(sentence)
+        for premises, hypotheses, _ in tokenized.values()
+        for sentence in premises + hypotheses
+    )
+    length = max(1, min(config.max_length, longest))
     arrays, cut = {}, 0
     for name, (premises, hypotheses, labels) in tokenized.items():
-        premise_ids, cut_p = to_ids(
-            premises, vocabulary_index, config.max_length
-        )
-        hypothesis_ids, cut_h = to_ids(
-            hypotheses, vocabulary_index, config.max_length
-        )
+        premise_ids, cut_p = to_ids(premises, vocabulary_index, length)
+        hypothesis_ids, cut_h = to_ids(hypotheses, vocabulary_index, length)
         cut += cut_p + cut_h
         arrays[name] = (
             {"premise": premise_ids, "hypothesis": hypothesis_ids},
@@ -187,6 +192,7 @@ def prepare_data(config):
         )
     info = {
         "vocabulary_size": len(vocabulary),
+        "padded_length": length,
         "glove_found": found,
         "sentences_cut": cut,
         "pairs": {name: len(y) for name, (_, y) in arrays.items()},
@@ -265,11 +271,14 @@ def train(config):
     parameters = trainable_parameters(model)
     print(f"{model.name}: {parameters:,} trainable parameters")
 
-    checkpoint = os.path.join(config.output_dir, "checkpoint.keras")
+    checkpoint = os.path.join(config.output_dir, "checkpoint.weights.h5")
     timer = TrainingTimer()
     callbacks = [
         keras.callbacks.ModelCheckpoint(
-            checkpoint, monitor="val_accuracy", save_best_only=True
+            checkpoint,
+            monitor="val_accuracy",
+            save_best_only=True,
+            save_weights_only=True,
         ),
         keras.callbacks.BackupAndRestore(
             os.path.join(config.output_dir, "backup")
@@ -290,12 +299,13 @@ def train(config):
     )
     train_seconds = time.perf_counter() - start
 
-    best = keras.saving.load_model(checkpoint)
-    best.save(os.path.join(config.output_dir, "model.keras"))
+    # The weights of the epoch with the best dev accuracy.
+    model.load_weights(checkpoint)
+    model.save(os.path.join(config.output_dir, "model.keras"))
     results = {
-        split: best.evaluate(
+        split: model.evaluate(
             *arrays[split],
-            batch_size=256,
+            batch_size=config.batch_size,
             verbose=0,
             return_dict=True,
         )

@@ -1,0 +1,96 @@
+"""Evaluates a trained NLI model and draws alignment heatmaps.
+
+Reads `model.keras`, `vocabulary.txt` and `config.json` from a training
+run's output directory, prints the accuracy on `--split`, and for a
+decomposable attention model writes `alignment_<n>.png` heatmaps of the
+soft alignment between premise and hypothesis for `--examples` pairs.
+
+Usage:
+
+    python applications/nli/evaluate.py --run-dir runs/da_intra_snli \\
+        --split test --examples 0 5 --data-dir DATA
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import keras
+import numpy as np
+
+from keras_attention import data
+from keras_attention import visualization
+from keras_attention.models.decomposable_attention import ALIGNMENT_LAYER
+
+
+def load_run(run_dir):
+    with open(os.path.join(run_dir, "config.json")) as f:
+        config = json.load(f)
+    with open(os.path.join(run_dir, "vocabulary.txt")) as f:
+        vocabulary = f.read().split("\n")[:-1]
+    model = keras.saving.load_model(
+        os.path.join(run_dir, "model.keras"), safe_mode=True
+    )
+    return config, vocabulary, model
+
+
+def encode(sentences, index):
+    tokens = [data.tokenize(s) for s in sentences]
+    length = max(1, max(len(t) for t in tokens))
+    ids = np.zeros((len(tokens), length), dtype="int32")
+    for row, sentence in enumerate(tokens):
+        ids[row, : len(sentence)] = [index.get(w, 1) for w in sentence]
+    return tokens, ids
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--run-dir", required=True)
+    parser.add_argument("--split", choices=("dev", "test"), default="test")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--examples", type=int, nargs="*", default=[0])
+    args = parser.parse_args(argv)
+
+    config, vocabulary, model = load_run(args.run_dir)
+    index = {word: i for i, word in enumerate(vocabulary)}
+    if config["dataset"] == "sick":
+        rows = data.load_sick(args.split, data_dir=args.data_dir)
+        premises, hypotheses = rows["sentence_a"], rows["sentence_b"]
+        labels = rows["entailment"]
+    else:
+        rows = data.load_snli(args.split, data_dir=args.data_dir)
+        premises, hypotheses = rows["premise"], rows["hypothesis"]
+        labels = rows["label"]
+    premise_tokens, premise_ids = encode(premises, index)
+    hypothesis_tokens, hypothesis_ids = encode(hypotheses, index)
+    inputs = {"premise": premise_ids, "hypothesis": hypothesis_ids}
+    probabilities = model.predict(inputs, batch_size=256, verbose=0)
+    predictions = np.argmax(probabilities, axis=-1)
+    accuracy = float(np.mean(predictions == data.encode_labels(labels)))
+    print(f"{args.split} accuracy: {accuracy:.4f} ({len(labels)} pairs)")
+
+    if ALIGNMENT_LAYER not in [layer.name for layer in model.layers]:
+        return accuracy
+    import matplotlib.pyplot as plt
+
+    for n in args.examples:
+        weights = visualization.alignment_weights(
+            model, premise_ids[n : n + 1], hypothesis_ids[n : n + 1]
+        )
+        predicted = data.LABELS[predictions[n]]
+        ax = visualization.plot_alignment(
+            weights[0],
+            premise_tokens[n],
+            hypothesis_tokens[n],
+            title=f"gold: {labels[n]}, predicted: {predicted}",
+        )
+        path = os.path.join(args.run_dir, f"alignment_{n}.png")
+        ax.figure.savefig(path, dpi=120)
+        plt.close(ax.figure)
+        print(f"wrote {path}")
+    return accuracy
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
