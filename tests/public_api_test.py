@@ -50,9 +50,8 @@ def test_layer_is_documented(layer_cls):
 @pytest.mark.parametrize("layer_cls", LAYERS, ids=lambda c: c.__name__)
 def test_layer_has_a_layer_test_case(layer_cls):
     module = layer_cls.__module__.rsplit(".", 1)[-1]
-    assert module == snake_case(layer_cls.__name__), (
-        f"{layer_cls.__name__} should live in {snake_case(layer_cls.__name__)}.py"
-    )
+    expected = snake_case(layer_cls.__name__)
+    assert module == expected, f"{layer_cls.__name__} belongs in {expected}.py"
     test_file = TESTS / "layers" / f"{module}_test.py"
     assert test_file.exists(), f"missing {test_file.name}"
     text = test_file.read_text()

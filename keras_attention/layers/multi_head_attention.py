@@ -253,10 +253,12 @@ class MultiHeadAttention(keras.layers.Layer):
             "value_dense", value_heads, value_shape
         )
         output_width = self.output_shape or query_shape[-1]
+        # (B, T, N, Hv) -> (B, T, F). The letters follow axis order, which
+        # jax compiles with fewer transposes than "btnh,nhf->btf".
         self.output_dense = keras.layers.EinsumDense(
-            "btnh,nhf->btf",
+            "abcd,cde->abe",
             output_shape=(None, output_width),
-            bias_axes="f" if self.use_bias else None,
+            bias_axes="e" if self.use_bias else None,
             name="output_dense",
             **self._sublayer_kwargs(),
         )
@@ -264,10 +266,11 @@ class MultiHeadAttention(keras.layers.Layer):
         self.built = True
 
     def _projection(self, name, heads, input_shape, activation=None):
+        # (B, T, F) -> (B, T, N, H)
         dense = keras.layers.EinsumDense(
-            "btf,fnh->btnh",
+            "abc,cde->abde",
             output_shape=(None,) + heads,
-            bias_axes="nh" if self.use_bias else None,
+            bias_axes="de" if self.use_bias else None,
             activation=activation,
             name=name,
             **self._sublayer_kwargs(),
@@ -329,6 +332,17 @@ class MultiHeadAttention(keras.layers.Layer):
                 )
                 cache = ops.stack([k, v], axis=1)  # (B, 2, S, N, H)
 
+        # Causal alone (no cache offset, band or padding) takes the backends'
+        # causal kernels instead of a materialised mask.
+        causal_only = (
+            use_causal_mask
+            and cache is None
+            and self._window is None
+            and query_mask is None
+            and value_mask is None
+            and key_mask is None
+            and attention_mask is None
+        )
         mask = self._attention_mask(
             query_length=ops.shape(q)[1],
             key_length=ops.shape(k)[1],
@@ -336,7 +350,7 @@ class MultiHeadAttention(keras.layers.Layer):
             query_mask=query_mask,
             key_side_mask=merge_masks(value_mask, key_mask),
             attention_mask=attention_mask,
-            use_causal_mask=use_causal_mask,
+            use_causal_mask=use_causal_mask and not causal_only,
         )
         attended = scaled_dot_product_attention(
             q,
@@ -349,6 +363,7 @@ class MultiHeadAttention(keras.layers.Layer):
             seed=self.seed_generator,
             return_attention_scores=return_attention_scores,
             flash_attention=self.flash_attention,
+            is_causal=causal_only,
         )
         if return_attention_scores:
             attended, scores = attended

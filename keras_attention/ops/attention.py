@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from keras_attention.ops.masking import causal_mask
 from keras_attention.ops.masking import masked_softmax
 
 
@@ -19,6 +20,7 @@ def scaled_dot_product_attention(
     seed=None,
     return_attention_scores=False,
     flash_attention=None,
+    is_causal=False,
 ):
     """Multi-head scaled dot-product attention (Vaswani et al., eq. 1).
 
@@ -52,6 +54,9 @@ def scaled_dot_product_attention(
             (after the softmax, before dropout).
         flash_attention: `None` (let the backend choose), `True` or `False`.
             Passed to `keras.ops.dot_product_attention`.
+        is_causal: bool. Query `t` attends only to keys `s <= t`. Without
+            any other mask this takes the backends' causal kernels and never
+            builds a `(T, S)` mask.
 
     Returns:
         `output` of shape `(B, T, N, Hv)`, or `(output, weights)` when
@@ -62,15 +67,23 @@ def scaled_dot_product_attention(
     use_dropout = bool(training) and dropout > 0.0
     if mask is not None:
         mask = ops.cast(mask, "bool")
+        if is_causal:
+            causal = causal_mask(ops.shape(query)[1], ops.shape(key)[1])
+            mask = ops.logical_and(mask, causal)
+            is_causal = False
 
     # jax's fused kernel needs value heads as wide as key heads.
     same_width = value.shape[-1] == query.shape[-1]
     if same_width and not (return_attention_scores or use_dropout):
-        return _fused_attention(query, key, value, mask, scale, flash_attention)
+        return _fused_attention(
+            query, key, value, mask, scale, flash_attention, is_causal
+        )
 
     # (B, N, T, S) logits; the query is scaled first, as keras.layers does.
     query = ops.multiply(query, ops.cast(scale, query.dtype))
     logits = ops.einsum("btnh,bsnh->bnts", query, key)
+    if is_causal:
+        mask = causal_mask(ops.shape(query)[1], ops.shape(key)[1])[None]
     if mask is not None:
         mask = ops.expand_dims(mask, -3)  # (B, 1, T, S), shared by heads
     weights = masked_softmax(logits, mask, axis=-1)
@@ -83,10 +96,17 @@ def scaled_dot_product_attention(
     return output
 
 
-def _fused_attention(query, key, value, mask, scale, flash_attention):
+def _fused_attention(
+    query, key, value, mask, scale, flash_attention, is_causal
+):
     if mask is None:
         return ops.dot_product_attention(
-            query, key, value, scale=scale, flash_attention=flash_attention
+            query,
+            key,
+            value,
+            scale=scale,
+            is_causal=is_causal,
+            flash_attention=flash_attention,
         )
     # The fused kernels turn a fully masked row into a uniform average (or
     # NaN on some backends). Open such rows to every key, then zero them.

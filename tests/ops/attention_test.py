@@ -106,3 +106,27 @@ def test_fully_masked_rows_have_finite_gradients(scores):
     grads = gradient(attend, query)
     assert np.all(np.isfinite(grads))
     assert np.any(grads != 0.0)
+
+
+@pytest.mark.parametrize("key_length", [5, 7])
+@pytest.mark.parametrize("with_mask", [False, True])
+def test_is_causal_matches_an_explicit_causal_mask(key_length, with_mask):
+    query = RNG.normal(size=(2, 5, 2, 4)).astype("float32")
+    key = RNG.normal(size=(2, key_length, 2, 4)).astype("float32")
+    padding = np.ones((2, 5, key_length), bool)
+    if with_mask:
+        padding[1, :, 3:] = False
+    causal = np.tril(np.ones((5, key_length), bool))[None]
+    expected, weights = numpy_scaled_dot_product_attention(
+        np.float64(query), np.float64(key), np.float64(key), padding & causal
+    )
+    mask = padding if with_mask else None
+    fused = ka_ops.scaled_dot_product_attention(
+        query, key, key, mask, is_causal=True
+    )
+    explicit, actual_weights = ka_ops.scaled_dot_product_attention(
+        query, key, key, mask, is_causal=True, return_attention_scores=True
+    )
+    np.testing.assert_allclose(to_numpy(fused), expected, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(explicit), expected, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(actual_weights), weights, atol=1e-6)
