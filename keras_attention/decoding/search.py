@@ -140,7 +140,7 @@ def _check_sources(model, encoder_token_ids, max_length):
         raise ValueError(
             f"Sources are longer than the model's max_sequence_length="
             f"{limit}. Truncate them first (keras_attention.data."
-            "encode_sources does). Received: encoder_token_ids with shape "
+            "encode_sentences does). Received: encoder_token_ids with shape "
             f"{shape}"
         )
     if max_length is not None:

@@ -1,0 +1,151 @@
+"""Evaluates a trained English->German Transformer on Multi30k.
+
+Usage:
+    python applications/translation/evaluate.py --model-dir runs/translation \
+        [--data-dir DIR] [--beam-size 4] [--alpha 0.6] [--limit N]
+
+Reads `model.keras`, `tokenizer.model` and `training.json` from the model
+directory, translates test2016 and test2017 with beam search, and writes
+`metrics.json` there with:
+
+- `bleu_sacrebleu_test2016`, `bleu_sacrebleu_test2017`: SacreBLEU on
+  detokenized, cased output against the raw references (13a tokenization);
+- `bleu_tok_lc_test2016`, `bleu_tok_lc_test2017`: BLEU on lowercased,
+  tokenized text against the lowercased, Moses-tokenized references that
+  ship with Multi30k (the figure most Multi30k papers print);
+- the training figures from `training.json` (time, parameters, tokens per
+  second).
+"""
+
+import argparse
+import json
+import os
+import time
+
+import keras
+import sacrebleu
+
+from keras_attention import data
+from keras_attention.data import translation
+
+SAMPLES = 5
+
+
+def bleu_scores(hypotheses, references, tokenized_references):
+    """SacreBLEU (cased, 13a) and tokenized lowercased BLEU."""
+    sacre = sacrebleu.corpus_bleu(hypotheses, [references], tokenize="13a")
+    tokenizer = sacrebleu.tokenizers.tokenizer_13a.Tokenizer13a()
+    tokenized = [tokenizer(h.lower()) for h in hypotheses]
+    tok_lc = sacrebleu.corpus_bleu(
+        tokenized, [tokenized_references], tokenize="none", force=True
+    )
+    return sacre.score, tok_lc.score
+
+
+def load_translator(model_dir):
+    """Loads the model and its tokenizer, checking that they match."""
+    model = keras.saving.load_model(os.path.join(model_dir, "model.keras"))
+    tokenizer = translation.load_tokenizer(
+        os.path.join(model_dir, translation.TOKENIZER_FILE)
+    )
+    fingerprint = None
+    info_path = os.path.join(model_dir, "training.json")
+    if os.path.isfile(info_path):
+        with open(info_path) as f:
+            fingerprint = json.load(f).get("tokenizer_fingerprint")
+    translation.check_tokenizer_matches(
+        tokenizer, model.vocabulary_size, fingerprint
+    )
+    return model, tokenizer
+
+
+def evaluate(
+    model,
+    tokenizer,
+    data_dir=None,
+    beam_size=4,
+    alpha=0.6,
+    limit=None,
+    splits=("test2016", "test2017"),
+):
+    """Translates each split and returns a dict of BLEU figures."""
+    results = {}
+    for split in splits:
+        sources, references = data.load_multi30k(split, data_dir=data_dir)
+        _, tokenized = data.load_multi30k(
+            split, data_dir=data_dir, tokenized=True
+        )
+        if limit:
+            sources, references = sources[:limit], references[:limit]
+            tokenized = tokenized[:limit]
+        start = time.monotonic()
+        hypotheses = translation.translate(
+            model, tokenizer, sources, beam_size=beam_size, alpha=alpha
+        )
+        seconds = time.monotonic() - start
+        sacre, tok_lc = bleu_scores(hypotheses, references, tokenized)
+        results[f"bleu_sacrebleu_{split}"] = round(sacre, 2)
+        results[f"bleu_tok_lc_{split}"] = round(tok_lc, 2)
+        results[f"decoding_seconds_{split}"] = round(seconds, 1)
+        print(
+            f"{split}: SacreBLEU {sacre:.2f} | tokenized lowercased BLEU "
+            f"{tok_lc:.2f} | {len(sources)} sentences in {seconds:.0f}s "
+            f"(beam {beam_size}, alpha {alpha})"
+        )
+        if split == splits[0]:
+            for source, hypothesis, reference in list(
+                zip(sources, hypotheses, references)
+            )[:SAMPLES]:
+                print(
+                    f"  EN:  {source}\n  OUT: {hypothesis}\n  REF: {reference}"
+                )
+    return results
+
+
+def write_metrics(model_dir, results):
+    path = os.path.join(model_dir, "metrics.json")
+    metrics = {}
+    info_path = os.path.join(model_dir, "training.json")
+    if os.path.isfile(info_path):
+        with open(info_path) as f:
+            info = json.load(f)
+        for key in (
+            "training_time_s",
+            "parameter_count",
+            "tokens_per_second",
+            "preset",
+            "backend",
+            "epochs",
+            "steps",
+        ):
+            if key in info:
+                metrics[key] = info[key]
+    metrics.update(results)
+    with open(path, "w") as f:
+        json.dump(metrics, f, indent=2, sort_keys=True)
+    print(f"Wrote {path}")
+    return metrics
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model-dir", default="runs/translation")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--beam-size", type=int, default=4)
+    parser.add_argument("--alpha", type=float, default=0.6)
+    parser.add_argument("--limit", type=int, default=None)
+    args = parser.parse_args(argv)
+    model, tokenizer = load_translator(args.model_dir)
+    results = evaluate(
+        model,
+        tokenizer,
+        data_dir=args.data_dir,
+        beam_size=args.beam_size,
+        alpha=args.alpha,
+        limit=args.limit,
+    )
+    write_metrics(args.model_dir, results)
+
+
+if __name__ == "__main__":
+    main()

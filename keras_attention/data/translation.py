@@ -1,0 +1,355 @@
+"""Subword tokenizer and length-bucketed `tf.data` pipeline for translation.
+
+One SentencePiece model is trained on the source and target sides of the
+training split together (a shared vocabulary, as the tied Transformer
+embeddings need) and used through keras-hub's `SentencePieceTokenizer`.
+The trained model is a single file saved next to the translation model.
+
+Reserved ids: `0` padding, `1` unknown, `2` start, `3` end. Characters
+never seen in training become the unknown id; `encode_sentences` warns when
+that happens.
+"""
+
+import hashlib
+import io
+import os
+import warnings
+
+import numpy as np
+
+PAD_ID = 0
+UNK_ID = 1
+START_ID = 2
+END_ID = 3
+TOKENIZER_FILE = "tokenizer.model"
+
+
+def train_tokenizer(
+    sentences, vocabulary_size=8000, model_type="unigram", path=None
+):
+    """Trains a SentencePiece subword model on `sentences`.
+
+    Args:
+        sentences: list of strings (for translation, both languages).
+        vocabulary_size: int. Number of subwords, reserved ids included.
+        model_type: `"unigram"` or `"bpe"`.
+        path: optional file to write the trained model to.
+
+    Returns:
+        A `keras_hub.tokenizers.SentencePieceTokenizer`.
+    """
+    import keras_hub
+    import sentencepiece
+
+    if model_type not in ("unigram", "bpe"):
+        raise ValueError(
+            "Argument `model_type` must be 'unigram' or 'bpe'. "
+            f"Received: model_type={model_type!r}"
+        )
+    sentences = [s for s in sentences if s.strip()]
+    if not sentences:
+        raise ValueError(
+            "Cannot train a tokenizer without text. Received: 0 non-empty "
+            "sentences"
+        )
+    buffer = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(sentences),
+        model_writer=buffer,
+        vocab_size=vocabulary_size,
+        model_type=model_type,
+        pad_id=PAD_ID,
+        unk_id=UNK_ID,
+        bos_id=START_ID,
+        eos_id=END_ID,
+        character_coverage=1.0,
+        minloglevel=2,
+    )
+    proto = buffer.getvalue()
+    if path is not None:
+        with open(path, "wb") as f:
+            f.write(proto)
+    return keras_hub.tokenizers.SentencePieceTokenizer(proto=proto)
+
+
+def load_tokenizer(path):
+    """Loads a tokenizer written by `train_tokenizer(..., path=...)`."""
+    import keras_hub
+
+    if not os.path.isfile(path):
+        raise FileNotFoundError(
+            f"No tokenizer file at '{path}'. Train one with train_tokenizer "
+            f"(applications: train.py writes {TOKENIZER_FILE} next to the "
+            f"model). Received: path={path!r}"
+        )
+    with open(path, "rb") as f:
+        proto = f.read()
+    return keras_hub.tokenizers.SentencePieceTokenizer(proto=proto)
+
+
+def tokenizer_fingerprint(tokenizer):
+    """A short hash of the tokenizer's vocabulary, stored with a model."""
+    vocabulary = "\n".join(tokenizer.get_vocabulary())
+    return hashlib.sha256(vocabulary.encode("utf-8")).hexdigest()[:16]
+
+
+def check_tokenizer_matches(tokenizer, vocabulary_size, fingerprint=None):
+    """Raises a `ValueError` if a tokenizer does not belong to a model.
+
+    Args:
+        tokenizer: the loaded tokenizer.
+        vocabulary_size: int. The model's vocabulary size.
+        fingerprint: optional `tokenizer_fingerprint` saved at training time.
+    """
+    size = tokenizer.vocabulary_size()
+    if size != vocabulary_size:
+        raise ValueError(
+            f"The tokenizer has {size} subwords but the model expects "
+            f"vocabulary_size={vocabulary_size}: they were not trained "
+            "together. Load the tokenizer saved next to the model."
+        )
+    if fingerprint is not None:
+        actual = tokenizer_fingerprint(tokenizer)
+        if actual != fingerprint:
+            raise ValueError(
+                "The tokenizer's vocabulary differs from the one the model "
+                f"was trained with (fingerprint {actual}, expected "
+                f"{fingerprint}). Load the tokenizer saved next to the "
+                "model."
+            )
+
+
+def encode_sentences(
+    tokenizer, sentences, max_length=None, add_end=True, allow_empty=True
+):
+    """Tokenizes sentences into lists of ids.
+
+    Args:
+        tokenizer: a `SentencePieceTokenizer` from `train_tokenizer`.
+        sentences: list of strings.
+        max_length: int. Longer sentences are truncated to `max_length`
+            ids (the end id, when added, is kept as the last one).
+        add_end: bool. Append `END_ID`. Defaults to `True`.
+        allow_empty: bool. If `False`, an empty (or blank) sentence raises
+            a `ValueError` naming its index.
+
+    Returns:
+        A list of lists of ints.
+    """
+    sentences = list(sentences)
+    if not allow_empty:
+        for i, sentence in enumerate(sentences):
+            if not sentence.strip():
+                raise ValueError(
+                    f"Sentence {i} is empty; there is nothing to translate. "
+                    f"Received: sentences[{i}]={sentence!r}"
+                )
+    if not sentences:
+        return []
+    encoded = [list(map(int, ids)) for ids in tokenizer(sentences)]
+    unknown = [i for i, ids in enumerate(encoded) if UNK_ID in ids]
+    if unknown:
+        warnings.warn(
+            f"{len(unknown)} sentence(s) contain characters the tokenizer "
+            f"never saw in training (first: sentence {unknown[0]}: "
+            f"{sentences[unknown[0]][:60]!r}); they are encoded as the "
+            "unknown id.",
+            stacklevel=2,
+        )
+    result = []
+    for ids in encoded:
+        if add_end:
+            ids = ids + [END_ID]
+        if max_length is not None and len(ids) > max_length:
+            ids = ids[: max_length - 1] + [END_ID] if add_end else ids
+            ids = ids[:max_length]
+        result.append(ids)
+    return result
+
+
+def decode_ids(tokenizer, rows):
+    """Turns lists of ids (without start/end/padding) back into text."""
+    texts = [""] * len(rows)
+    filled = [i for i, r in enumerate(rows) if len(r)]
+    if filled:
+        decoded = tokenizer.detokenize([list(rows[i]) for i in filled])
+        for i, text in zip(filled, decoded):
+            texts[i] = _as_str(text)
+    return texts
+
+
+def _as_str(text):
+    if isinstance(text, bytes):
+        return text.decode("utf-8")
+    if hasattr(text, "numpy"):
+        return _as_str(text.numpy())
+    return str(text)
+
+
+def bucket_boundaries(max_length, step=4, start=8):
+    """Bucket edges `start, start + step, ...`, growing 1.5x past 32."""
+    edges, edge = [], start
+    while edge <= max_length:
+        edges.append(edge)
+        edge = edge + step if edge < 32 else int(edge * 1.5)
+    return edges + [max_length + 1]
+
+
+def make_dataset(
+    source_ids,
+    target_ids,
+    tokens_per_batch=4096,
+    max_length=128,
+    shuffle=True,
+    seed=0,
+    drop_remainder=True,
+):
+    """A `tf.data` pipeline of length-bucketed translation batches.
+
+    Pairs are grouped by length into buckets; each batch holds about
+    `tokens_per_batch` padded target tokens (batch size = tokens /
+    bucket length), is padded to its bucket's edge (few distinct shapes,
+    so compiled training steps are reused), shuffled and prefetched.
+    Pairs with a side longer than `max_length` are dropped.
+
+    Each element is `(inputs, labels)` with `inputs` a dict of
+    `"encoder_token_ids"` `(B, S)` and `"decoder_token_ids"` `(B, T)` (the
+    target with `START_ID` in front) and `labels` `(B, T)` (the target
+    followed by `END_ID`, which `target_ids` must already end with).
+    The dataset works with `model.fit` on every Keras backend.
+
+    Args:
+        source_ids: list of lists of ints.
+        target_ids: list of lists of ints (ending with `END_ID`).
+        tokens_per_batch: int. About this many tokens per batch.
+        max_length: int. Longest sequence kept.
+        shuffle: bool. Shuffle pairs and batches (every epoch).
+        seed: int. Shuffle seed.
+        drop_remainder: bool. Drop incomplete batches of a bucket.
+
+    Returns:
+        `(dataset, target_tokens)`: the `tf.data.Dataset` and the number of
+        real target tokens in one pass over it.
+    """
+    import tensorflow as tf
+
+    if len(source_ids) != len(target_ids):
+        raise ValueError(
+            "Source and target lists must have the same length. Received: "
+            f"{len(source_ids)} sources and {len(target_ids)} targets"
+        )
+    pairs = [
+        (s, t)
+        for s, t in zip(source_ids, target_ids)
+        if 0 < len(s) <= max_length and 0 < len(t) <= max_length
+    ]
+    if not pairs:
+        raise ValueError(
+            f"No sentence pair fits max_length={max_length}. Received: "
+            f"{len(source_ids)} pairs"
+        )
+    sources = _ragged([p[0] for p in pairs])
+    targets = _ragged([p[1] for p in pairs])
+    edges = bucket_boundaries(max_length)
+    # Buckets are [.., edges[0]), [edges[0], edges[1]), ...; pad to edge - 1.
+    sizes = [max(1, tokens_per_batch // (e - 1)) for e in edges]
+    sizes.append(sizes[-1])
+    dataset = tf.data.Dataset.from_tensor_slices((sources, targets))
+    if shuffle:
+        dataset = dataset.shuffle(len(pairs), seed=seed)
+
+    def split(source, target):
+        decoder_input = tf.concat([[START_ID], target[:-1]], axis=0)
+        return source, decoder_input, target
+
+    dataset = dataset.map(split, num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = dataset.bucket_by_sequence_length(
+        element_length_func=lambda s, d, t: tf.maximum(
+            tf.shape(s)[0], tf.shape(t)[0]
+        ),
+        bucket_boundaries=edges,
+        bucket_batch_sizes=sizes,
+        padding_values=(PAD_ID, PAD_ID, PAD_ID),
+        pad_to_bucket_boundary=True,
+        drop_remainder=drop_remainder,
+    )
+
+    def to_inputs(source, decoder_input, target):
+        inputs = {
+            "encoder_token_ids": source,
+            "decoder_token_ids": decoder_input,
+        }
+        return inputs, target
+
+    dataset = dataset.map(to_inputs)
+    if shuffle:
+        dataset = dataset.shuffle(64, seed=seed)
+    dataset = dataset.prefetch(tf.data.AUTOTUNE)
+    count = sum(len(t) for _, t in pairs)
+    return dataset, count
+
+
+def _ragged(rows):
+    import tensorflow as tf
+
+    lengths = np.array([len(r) for r in rows], "int64")
+    flat = np.concatenate([np.asarray(r, "int32") for r in rows])
+    return tf.RaggedTensor.from_row_lengths(flat, lengths)
+
+
+def translate(
+    model,
+    tokenizer,
+    sentences,
+    beam_size=4,
+    alpha=0.6,
+    batch_size=64,
+    max_extra_length=50,
+):
+    """Translates sentences with beam search (greedy when `beam_size=1`).
+
+    Sources longer than `model.max_sequence_length` subwords are truncated
+    to it (keeping the end id). Empty sentences raise a `ValueError`.
+
+    Returns:
+        A list of translated strings.
+    """
+    from keras_attention import decoding
+
+    check_tokenizer_matches(tokenizer, model.vocabulary_size)
+    encoded = encode_sentences(
+        tokenizer,
+        sentences,
+        max_length=model.max_sequence_length,
+        allow_empty=False,
+    )
+    # Sort by length so batches carry little padding; restore order after.
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+    outputs = [None] * len(encoded)
+    for begin in range(0, len(order), batch_size):
+        chunk = order[begin : begin + batch_size]
+        # Pad to a multiple of 8 to limit the number of compiled shapes.
+        width = max(len(encoded[i]) for i in chunk)
+        width = min(-(-width // 8) * 8, model.max_sequence_length)
+        batch = np.zeros((batch_size, width), "int32")
+        batch[:, 0] = END_ID  # filler rows decode a one-token source
+        for row, i in enumerate(chunk):
+            batch[row, : len(encoded[i])] = encoded[i]
+        if beam_size == 1:
+            tokens = decoding.greedy_search(
+                model, batch, START_ID, END_ID, max_extra_length
+            )
+        else:
+            tokens = decoding.beam_search(
+                model,
+                batch,
+                START_ID,
+                END_ID,
+                beam_size=beam_size,
+                alpha=alpha,
+                max_extra_length=max_extra_length,
+            )
+        rows = decoding.strip_special(tokens, END_ID)[: len(chunk)]
+        for i, text in zip(chunk, decode_ids(tokenizer, rows)):
+            outputs[i] = text
+    return outputs

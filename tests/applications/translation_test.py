@@ -1,0 +1,132 @@
+import gzip
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from keras_attention import data
+from keras_attention.data import translation
+from keras_attention.models import Transformer
+
+APP = os.path.join(
+    os.path.dirname(__file__), "..", "..", "applications", "translation"
+)
+CORPUS = [
+    "A man rides a bike.",
+    "Two dogs play in the snow.",
+    "A woman is reading a book.",
+    "Children are playing in the park.",
+    "Ein Mann fährt Fahrrad.",
+    "Zwei Hunde spielen im Schnee.",
+    "Eine Frau liest ein Buch.",
+    "Kinder spielen im Park.",
+] * 20
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    path = tmp_path_factory.mktemp("tok") / translation.TOKENIZER_FILE
+    return translation.train_tokenizer(
+        CORPUS, vocabulary_size=60, path=str(path)
+    )
+
+
+def test_tokenizer_round_trip_and_reload(tokenizer, tmp_path):
+    ids = translation.encode_sentences(tokenizer, ["A man rides a bike."])
+    assert ids[0][-1] == translation.END_ID
+    text = translation.decode_ids(tokenizer, [ids[0][:-1]])
+    assert text == ["A man rides a bike."]
+    path = str(tmp_path / "t.model")
+    translation.train_tokenizer(CORPUS, vocabulary_size=60, path=path)
+    reloaded = translation.load_tokenizer(path)
+    assert translation.tokenizer_fingerprint(
+        reloaded
+    ) == translation.tokenizer_fingerprint(tokenizer)
+
+
+def test_unknown_characters_warn_and_become_the_unknown_id(tokenizer):
+    with pytest.warns(UserWarning, match="never saw in training"):
+        ids = translation.encode_sentences(tokenizer, ["Ein Mann ☃ 漢"])
+    assert translation.UNK_ID in ids[0]
+
+
+def test_long_sources_are_truncated_keeping_the_end_id(tokenizer):
+    long = " ".join(["Two dogs play in the snow."] * 20)
+    (ids,) = translation.encode_sentences(tokenizer, [long], max_length=12)
+    assert len(ids) == 12 and ids[-1] == translation.END_ID
+
+
+def test_empty_sources_are_a_clear_error(tokenizer):
+    model = Transformer(
+        vocabulary_size=60,
+        num_layers=1,
+        hidden_dim=8,
+        num_heads=2,
+        intermediate_dim=8,
+    )
+    with pytest.raises(
+        ValueError, match=r"Sentence 1 is empty.*sentences\[1\]"
+    ):
+        translation.translate(model, tokenizer, ["A man.", "  "])
+
+
+def test_tokenizer_that_does_not_match_the_model_is_refused(tokenizer):
+    with pytest.raises(ValueError, match="vocabulary_size=61"):
+        translation.check_tokenizer_matches(tokenizer, 61)
+    with pytest.raises(ValueError, match="fingerprint"):
+        translation.check_tokenizer_matches(tokenizer, 60, "0123456789abcdef")
+    translation.check_tokenizer_matches(
+        tokenizer, 60, translation.tokenizer_fingerprint(tokenizer)
+    )
+
+
+def test_mismatched_line_counts_are_a_clear_error(tmp_path):
+    en, de = tmp_path / "x.en.gz", tmp_path / "x.de.gz"
+    en.write_bytes(gzip.compress(b"a\nb\nc\n"))
+    de.write_bytes(gzip.compress(b"a\nb\n"))
+    with pytest.raises(ValueError, match="has 3 lines.*has 2 lines"):
+        data.read_parallel(en, de)
+
+
+def test_dataset_batches_are_bucketed_shifted_and_padded():
+    rng = np.random.default_rng(0)
+    rows = [
+        rng.integers(4, 20, size=n).tolist() + [translation.END_ID]
+        for n in rng.integers(2, 20, size=200)
+    ]
+    dataset, tokens = translation.make_dataset(
+        rows, rows, tokens_per_batch=64, max_length=24, shuffle=False
+    )
+    assert tokens == sum(len(r) for r in rows)
+    edges = translation.bucket_boundaries(24)
+    for inputs, labels in dataset.as_numpy_iterator():
+        source = inputs["encoder_token_ids"]
+        decoder = inputs["decoder_token_ids"]
+        assert source.shape[1] + 1 in edges  # padded to a bucket edge
+        assert np.all(decoder[:, 0] == translation.START_ID)
+        # The decoder reads the target shifted right, without its end id.
+        shifted = labels[:, :-1]
+        shifted = np.where(shifted == translation.END_ID, 0, shifted)
+        np.testing.assert_array_equal(decoder[:, 1:], shifted)
+        assert source.shape[0] * source.shape[1] <= 64 + source.shape[1]
+    with pytest.raises(ValueError, match="2 sources and 1 targets"):
+        translation.make_dataset(rows[:2], rows[:1])
+
+
+def test_smoke_copy_task_learns(tmp_path):
+    sys.path.insert(0, os.path.abspath(APP))
+    try:
+        import train
+    finally:
+        sys.path.pop(0)
+    # A shorter run than --smoke (600 steps, >= 95% exact match), to stay
+    # within the test budget on every backend.
+    result = train.main(
+        ["--smoke", "--smoke-steps", "240", "--output-dir", str(tmp_path)]
+    )
+    with open(tmp_path / "metrics.json") as f:
+        written = json.load(f)
+    assert written["exact_match"] == result["exact_match"]
+    assert result["exact_match"] >= 0.5, result
