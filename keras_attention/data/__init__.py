@@ -36,6 +36,14 @@ from keras_attention.data.snli import load_snli
 from keras_attention.data.snli import read_snli_jsonl
 from keras_attention.data.snli import read_snli_tokenized
 from keras_attention.data.snli import tokenize
+from keras_attention.data.translation import check_tokenizer_matches
+from keras_attention.data.translation import decode_ids
+from keras_attention.data.translation import encode_sentences
+from keras_attention.data.translation import load_tokenizer
+from keras_attention.data.translation import make_dataset
+from keras_attention.data.translation import tokenizer_fingerprint
+from keras_attention.data.translation import train_tokenizer
+from keras_attention.data.translation import translate
 
 __all__ = [
     "ENV_VAR",
@@ -57,4 +65,12 @@ __all__ = [
     "read_snli_jsonl",
     "read_snli_tokenized",
     "tokenize",
+    "check_tokenizer_matches",
+    "decode_ids",
+    "encode_sentences",
+    "load_tokenizer",
+    "make_dataset",
+    "tokenizer_fingerprint",
+    "train_tokenizer",
+    "translate",
 ]
