@@ -58,6 +58,7 @@ class Config:
 MODEL_BUILDERS = {
     "decomposable": models.decomposable_attention_model,
     "bow": models.bag_of_words_model,
+    "resan": models.ReSANClassifier,
 }
 DEFAULT_LEARNING_RATES = {"adam": 1e-3, "adagrad": 0.05}
 SMOKE_SIZES = {"train": 64, "dev": 32, "test": 32}

@@ -18,8 +18,6 @@ from keras_attention.layers.source2_token_attention import Source2TokenAttention
 from keras_attention.utils.validation import check_positive_int
 from keras_attention.utils.validation import check_rate
 
-_REFERENCES = "https://arxiv.org/abs/1801.10296"
-
 
 def resan_encoder(
     vocabulary_size,
@@ -174,8 +172,10 @@ def relatedness_target(scores, num_classes=5):
 class _ReinforcedPairModel(keras.Model):
     """Shared training logic: supervised loss plus REINFORCE.
 
-    `call` returns a dict whose `"probabilities"` go to the compiled loss
-    and metrics; `compute_loss` adds, in training,
+    The model's outputs are the task outputs only. A second functional
+    graph over the same layers also returns the samplers' `log_prob` and
+    `selection_rate`; `call` runs that graph and keeps those two tensors
+    for `compute_loss` of the same step, which adds, in training,
 
     ```
     reward = task_reward(y, probabilities) - sparsity_penalty * rate
@@ -184,12 +184,29 @@ class _ReinforcedPairModel(keras.Model):
     ```
 
     Only the samplers depend on `log_prob`, so only they learn from it.
+    Keras calls `compute_loss` right after `call` inside the traced training
+    step on tensorflow, jax and torch, so the kept tensors belong to the
+    same forward pass (the same sampled selections).
     """
+
+    def _add_policy_graph(self, inputs, outputs, log_prob, selection_rate):
+        # Not tracked as a sublayer: it shares every layer with `self`.
+        self._policy_graph = _Hidden(
+            keras.Model(inputs, [outputs, log_prob, selection_rate])
+        )
+        self._policy_tensors = _Hidden(None)
+
+    def call(self, inputs, training=None, mask=None):
+        outputs, log_prob, rate = self._policy_graph.value(
+            inputs, training=training
+        )
+        self._policy_tensors = _Hidden((log_prob, rate))
+        return outputs
 
     def compute_loss(
         self, x=None, y=None, y_pred=None, sample_weight=None, training=True
     ):
-        probabilities = y_pred["probabilities"]
+        probabilities = _probabilities(y_pred)
         loss = super().compute_loss(
             x=x,
             y=y,
@@ -199,16 +216,21 @@ class _ReinforcedPairModel(keras.Model):
         )
         if not training or self.reward_weight == 0.0:
             return loss
+        log_prob, rate = self._policy_tensors.value
         reward = self.task_reward(y, probabilities)
-        reward = reward - self.sparsity_penalty * y_pred["selection_rate"]
+        reward = reward - self.sparsity_penalty * rate
         return loss + self.reward_weight * policy_gradient_loss(
-            reward, y_pred["log_prob"]
+            reward, log_prob
         )
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
-        if isinstance(y_pred, dict):
-            y_pred = y_pred["probabilities"]
-        return super().compute_metrics(x, y, y_pred, sample_weight)
+        return super().compute_metrics(
+            x, y, _probabilities(y_pred), sample_weight
+        )
+
+    def policy_outputs(self, inputs, training=False):
+        """`(outputs, log_prob, selection_rate)` of one forward pass."""
+        return self._policy_graph.value(inputs, training=training)
 
     def get_config(self):
         return {
@@ -228,6 +250,17 @@ class _ReinforcedPairModel(keras.Model):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+class _Hidden:
+    """Holds a value out of sight of Keras's attribute tracking."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _probabilities(y_pred):
+    return y_pred["probabilities"] if isinstance(y_pred, dict) else y_pred
 
 
 def policy_gradient_loss(reward, log_prob):
@@ -282,17 +315,18 @@ class ReSANClassifier(_ReinforcedPairModel):
         seed: int. Defaults to `None`.
 
     Returns:
-        Called on `{"premise": (B, T), "hypothesis": (B, S)}` int ids, a
-        dict with `"probabilities"` `(B, C)` float32, `"log_prob"` `(B,)`
-        and `"selection_rate"` `(B,)`.
+        Called on `{"premise": (B, T), "hypothesis": (B, S)}` int ids, the
+        class probabilities `(B, C)` in float32. `policy_outputs(inputs)`
+        also returns the samplers' `log_prob` `(B,)` and `selection_rate`
+        `(B,)` of the same forward pass.
 
     Example:
 
     >>> model = ReSANClassifier(vocabulary_size=30, embedding_dim=6,
     ...                         hidden_dim=4, seed=0)
-    >>> out = model({"premise": np.array([[3, 4, 0]]),
-    ...              "hypothesis": np.array([[5, 6]])})
-    >>> keras.ops.shape(out["probabilities"])
+    >>> probabilities = model({"premise": np.array([[3, 4, 0]]),
+    ...                        "hypothesis": np.array([[5, 6]])})
+    >>> keras.ops.shape(probabilities)
     (1, 3)
 
     References:
@@ -332,15 +366,17 @@ class ReSANClassifier(_ReinforcedPairModel):
         s_p, s_h = p["sentence"], h["sentence"]
         features = ops.concatenate([s_p, s_h, s_p - s_h, s_p * s_h], axis=-1)
         probabilities = _mlp_head(features, hidden_dim, num_classes, dropout)
+        inputs = {"premise": premise, "hypothesis": hypothesis}
         super().__init__(
-            inputs={"premise": premise, "hypothesis": hypothesis},
-            outputs={
-                "probabilities": probabilities,
-                "log_prob": p["log_prob"] + h["log_prob"],
-                "selection_rate": 0.5
-                * (p["selection_rate"] + h["selection_rate"]),
-            },
+            inputs=inputs,
+            outputs=probabilities,
             **{"name": "resan_classifier", **kwargs},
+        )
+        self._add_policy_graph(
+            inputs,
+            probabilities,
+            p["log_prob"] + h["log_prob"],
+            0.5 * (p["selection_rate"] + h["selection_rate"]),
         )
         self.encoder = encoder
         self.vocabulary_size = vocabulary_size
@@ -394,8 +430,9 @@ class ReSANRelatedness(_ReinforcedPairModel):
 
     Returns:
         Called on `{"sentence_a": (B, T), "sentence_b": (B, S)}` int ids, a
-        dict with `"probabilities"` `(B, K)`, `"score"` `(B,)`,
-        `"log_prob"` `(B,)` and `"selection_rate"` `(B,)`.
+        dict with `"probabilities"` `(B, K)` and `"score"` `(B,)`.
+        `policy_outputs(inputs)` also returns the samplers' `log_prob`
+        `(B,)` and `selection_rate` `(B,)` of the same forward pass.
 
     Example:
 
@@ -448,16 +485,18 @@ class ReSANRelatedness(_ReinforcedPairModel):
         )
         levels = ops.arange(1, num_classes + 1, dtype="float32")
         score = ops.sum(probabilities * levels, axis=-1)
+        inputs = {"sentence_a": left, "sentence_b": right}
+        outputs = {"probabilities": probabilities, "score": score}
         super().__init__(
-            inputs={"sentence_a": left, "sentence_b": right},
-            outputs={
-                "probabilities": probabilities,
-                "score": score,
-                "log_prob": a["log_prob"] + b["log_prob"],
-                "selection_rate": 0.5
-                * (a["selection_rate"] + b["selection_rate"]),
-            },
+            inputs=inputs,
+            outputs=outputs,
             **{"name": "resan_relatedness", **kwargs},
+        )
+        self._add_policy_graph(
+            inputs,
+            outputs,
+            a["log_prob"] + b["log_prob"],
+            0.5 * (a["selection_rate"] + b["selection_rate"]),
         )
         self.encoder = encoder
         self.vocabulary_size = vocabulary_size

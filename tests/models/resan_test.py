@@ -29,7 +29,7 @@ def sampler_weights(model):
 
 def mean_training_selection_rate(model, x, draws=2):
     rates = [
-        ops.convert_to_numpy(model(x, training=True)["selection_rate"])
+        ops.convert_to_numpy(model.policy_outputs(x, training=True)[2])
         for _ in range(draws)
     ]
     return float(np.mean(rates))
@@ -63,15 +63,15 @@ def test_fit_trains_samplers_and_sparsity_penalty_lowers_selection():
     assert after_rate < before_rate - 0.1, (before_rate, after_rate)
 
     # Inference is deterministic; saving and reloading keeps the outputs.
-    first = model.predict(x, verbose=0)["probabilities"]
-    second = model.predict(x, verbose=0)["probabilities"]
+    first = model.predict(x, verbose=0)
+    second = model.predict(x, verbose=0)
     np.testing.assert_array_equal(first, second)
     with tempfile.TemporaryDirectory() as directory:
         path = os.path.join(directory, "resan.keras")
         model.save(path)
         revived = keras.saving.load_model(path, safe_mode=True)
     np.testing.assert_allclose(
-        ops.convert_to_numpy(revived(x)["probabilities"]), first, atol=1e-5
+        ops.convert_to_numpy(revived(x)), first, atol=1e-5
     )
     assert revived.sparsity_penalty == 20.0
 
@@ -96,14 +96,16 @@ def test_padding_does_not_change_predictions():
     )
     inputs = {"sentence_a": x["premise"], "sentence_b": x["hypothesis"]}
     padded = {k: np.pad(v, [(0, 0), (0, 5)]) for k, v in inputs.items()}
-    a, b = model(inputs), model(padded)
-    for key in ("score", "log_prob", "selection_rate"):
+    plain, extended = model.policy_outputs(inputs), model.policy_outputs(padded)
+    for a, b in (
+        (plain[0]["score"], extended[0]["score"]),
+        (plain[1], extended[1]),
+        (plain[2], extended[2]),
+    ):
         np.testing.assert_allclose(
-            ops.convert_to_numpy(a[key]),
-            ops.convert_to_numpy(b[key]),
-            atol=1e-5,
+            ops.convert_to_numpy(a), ops.convert_to_numpy(b), atol=1e-5
         )
-    score = ops.convert_to_numpy(a["score"])
+    score = ops.convert_to_numpy(plain[0]["score"])
     assert np.all((score >= 1) & (score <= 5))
 
 

@@ -1,0 +1,316 @@
+"""Trains a semantic relatedness model on SICK and writes metrics.json.
+
+Model (`--model`): `resan` (Shen et al., 2018): a shared ReSAN encoder for
+both sentences, `[s_1 * s_2; |s_1 - s_2|]` features, a distribution over
+the scores 1..5 trained with KL divergence against the sparse target of Tai
+et al.; the predicted score is its expectation. The token samplers learn by
+REINFORCE inside `model.fit` (see `keras_attention.models.ReSANRelatedness`).
+Word vectors: the staged 50-d GloVe subset, frozen.
+
+Usage:
+
+    python applications/relatedness/train.py --model resan \\
+        --data-dir DATA --output-dir runs/relatedness
+
+Writes to `--output-dir`: `model.keras` (the weights with the best dev
+Pearson r), `vocabulary.txt`, `config.json`, `metrics.json` (test Pearson,
+Spearman and MSE, the same on dev, training time, trainable parameters,
+backend, selection rate) and, during training, `checkpoint.keras` and a
+`backup/` folder for resuming. `--smoke` trains one epoch on a few dozen
+pairs, to check the pipeline in seconds.
+"""
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import os
+import sys
+import time
+
+import keras
+import numpy as np
+from scipy import stats
+
+from keras_attention import data
+from keras_attention import models
+
+
+@dataclasses.dataclass
+class Config:
+    model: str = "resan"  # a key of MODEL_BUILDERS
+    data_dir: str = None  # default: $KERAS_ATTENTION_DATA
+    epochs: int = 20
+    batch_size: int = 25
+    learning_rate: float = 1e-3
+    hidden_dim: int = 150
+    dropout: float = 0.2
+    sparsity_penalty: float = 0.0
+    capacity: float = None
+    trainable_embeddings: bool = False
+    max_length: int = 40
+    time_limit_minutes: float = 28.0  # stop training after this long
+    output_dir: str = "runs/relatedness"
+    seed: int = 1337
+    smoke: bool = False  # a few dozen pairs, one epoch
+    verbose: int = 1  # Keras progress bar: 0 silent, 1 bar, 2 one line
+
+
+# A builder takes the vocabulary size, the embedding matrix and keyword
+# arguments, and returns a model with inputs {"sentence_a", "sentence_b"}
+# (int ids, 0 = padding) whose output dict holds "probabilities" (B, 5) and
+# "score" (B,).
+MODEL_BUILDERS = {"resan": models.ReSANRelatedness}
+SMOKE_SIZES = {"train": 64, "dev": 32, "test": 32}
+SPLITS = {"train": "train", "dev": "trial", "test": "test"}
+
+
+# Data.
+
+
+def load_splits(config):
+    splits = {}
+    for name, split in SPLITS.items():
+        rows = data.load_sick(split, data_dir=config.data_dir)
+        columns = (rows["sentence_a"], rows["sentence_b"], rows["relatedness"])
+        if config.smoke:
+            columns = tuple(c[: SMOKE_SIZES[name]] for c in columns)
+        splits[name] = (
+            [data.tokenize(s) for s in columns[0]],
+            [data.tokenize(s) for s in columns[1]],
+            np.asarray(columns[2], "float32"),
+        )
+    return splits
+
+
+def build_vocabulary(splits, glove_words):
+    """Padding, unknown, training words, and dev/test words in GloVe."""
+    train_a, train_b, _ = splits["train"]
+    vocabulary = data.build_vocabulary(train_a + train_b)
+    known = set(vocabulary)
+    for name in ("dev", "test"):
+        for sentence in splits[name][0] + splits[name][1]:
+            for word in sentence:
+                if word not in known and word in glove_words:
+                    known.add(word)
+                    vocabulary.append(word)
+    return vocabulary
+
+
+def to_ids(sentences, index, length):
+    ids = np.zeros((len(sentences), length), "int32")
+    for row, sentence in enumerate(sentences):
+        sentence = sentence[:length]
+        ids[row, : len(sentence)] = [index.get(w, 1) for w in sentence]
+    return ids
+
+
+def prepare_data(config):
+    splits = load_splits(config)
+    glove_words, _ = data.load_glove(data_dir=config.data_dir)
+    vocabulary = build_vocabulary(splits, set(glove_words))
+    matrix, found = data.load_glove(
+        vocabulary, data_dir=config.data_dir, seed=config.seed
+    )
+    matrix[0] = 0.0
+    index = {word: i for i, word in enumerate(vocabulary)}
+    longest = max(
+        len(s) for a, b, _ in splits.values() for s in list(a) + list(b)
+    )
+    length = max(1, min(config.max_length, longest))
+    arrays = {
+        name: (
+            {
+                "sentence_a": to_ids(a, index, length),
+                "sentence_b": to_ids(b, index, length),
+            },
+            scores,
+        )
+        for name, (a, b, scores) in splits.items()
+    }
+    info = {
+        "vocabulary_size": len(vocabulary),
+        "glove_found": int(found),
+        "padded_length": length,
+        "pairs": {name: len(s) for name, (_, s) in arrays.items()},
+    }
+    return arrays, vocabulary, matrix, info
+
+
+def correlations(model, x, scores, batch_size=256):
+    predicted = model.predict(x, batch_size=batch_size, verbose=0)["score"]
+    predicted = np.asarray(predicted, "float64")
+    return {
+        "pearson": float(stats.pearsonr(predicted, scores)[0]),
+        "spearman": float(stats.spearmanr(predicted, scores)[0]),
+        "mse": float(np.mean((predicted - scores) ** 2)),
+    }
+
+
+# Training.
+
+
+class DevCorrelation(keras.callbacks.Callback):
+    """Dev Pearson r after each epoch; keeps the best model; time limit."""
+
+    def __init__(self, x, scores, path, seconds):
+        super().__init__()
+        self.x, self.scores, self.path = x, scores, path
+        self.seconds = seconds
+        self.best = -np.inf
+        self.history = []
+
+    def on_train_begin(self, logs=None):
+        self.start = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        result = correlations(self.model, self.x, self.scores)
+        self.history.append(result["pearson"])
+        if logs is not None:
+            logs["val_pearson"] = result["pearson"]
+        print(f" - dev pearson {result['pearson']:.4f}")
+        if result["pearson"] > self.best:
+            self.best = result["pearson"]
+            self.model.save(self.path)
+        if time.perf_counter() - self.start > self.seconds:
+            print("Time limit reached; stopping.")
+            self.model.stop_training = True
+
+
+def distribution_scope():
+    """A MirroredStrategy scope on TensorFlow with several GPUs."""
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        if len(tf.config.list_physical_devices("GPU")) > 1:
+            return tf.distribute.MirroredStrategy().scope()
+    return contextlib.nullcontext()
+
+
+def train(config):
+    os.makedirs(config.output_dir, exist_ok=True)
+    keras.utils.set_random_seed(config.seed)
+    arrays, vocabulary, matrix, info = prepare_data(config)
+    print(
+        f"SICK: {info['pairs']} pairs, vocabulary {info['vocabulary_size']} "
+        f"({info['glove_found']} in GloVe), length {info['padded_length']}"
+    )
+    with open(os.path.join(config.output_dir, "vocabulary.txt"), "w") as f:
+        f.write("\n".join(vocabulary) + "\n")
+    with open(os.path.join(config.output_dir, "config.json"), "w") as f:
+        json.dump(dataclasses.asdict(config), f, indent=2)
+
+    with distribution_scope():
+        model = MODEL_BUILDERS[config.model](
+            vocabulary_size=len(vocabulary),
+            embeddings=matrix,
+            hidden_dim=config.hidden_dim,
+            dropout=config.dropout,
+            capacity=config.capacity,
+            sparsity_penalty=config.sparsity_penalty,
+            trainable_embeddings=config.trainable_embeddings,
+            seed=config.seed,
+        )
+        model.compile(
+            optimizer=keras.optimizers.Adam(config.learning_rate),
+            loss=keras.losses.KLDivergence(),
+        )
+    parameters = int(sum(np.prod(w.shape) for w in model.trainable_weights))
+    print(f"{model.name}: {parameters:,} trainable parameters")
+
+    (x_train, scores_train), (x_dev, scores_dev) = (
+        arrays["train"],
+        arrays["dev"],
+    )
+    checkpoint = os.path.join(config.output_dir, "checkpoint.keras")
+    tracker = DevCorrelation(
+        x_dev, scores_dev, checkpoint, 60 * config.time_limit_minutes
+    )
+    callbacks = [
+        tracker,
+        keras.callbacks.BackupAndRestore(
+            os.path.join(config.output_dir, "backup")
+        ),
+    ]
+    start = time.perf_counter()
+    model.fit(
+        x_train,
+        models.relatedness_target(scores_train),
+        epochs=1 if config.smoke else config.epochs,
+        batch_size=config.batch_size,
+        shuffle=True,
+        callbacks=callbacks,
+        verbose=config.verbose,
+    )
+    train_seconds = time.perf_counter() - start
+
+    best = keras.saving.load_model(checkpoint)
+    best.save(os.path.join(config.output_dir, "model.keras"))
+    test = correlations(best, *arrays["test"])
+    dev = correlations(best, x_dev, scores_dev)
+    x_test = arrays["test"][0]
+    rate = [
+        keras.ops.convert_to_numpy(
+            best.policy_outputs({k: v[i : i + 256] for k, v in x_test.items()})[
+                2
+            ]
+        )
+        for i in range(0, len(arrays["test"][1]), 256)
+    ]
+    metrics = {
+        "test_pearson": test["pearson"],
+        "test_spearman": test["spearman"],
+        "test_mse": test["mse"],
+        "dev_pearson": dev["pearson"],
+        "dev_spearman": dev["spearman"],
+        "dev_mse": dev["mse"],
+        "dev_pearson_per_epoch": tracker.history,
+        "test_selection_rate": float(np.mean(np.concatenate(rate))),
+        "train_seconds": train_seconds,
+        "epochs": len(tracker.history),
+        "parameters": parameters,
+        "backend": keras.backend.backend(),
+        "model": config.model,
+        **info,
+    }
+    with open(os.path.join(config.output_dir, "metrics.json"), "w") as f:
+        json.dump(metrics, f, indent=2)
+    print(json.dumps(metrics, indent=2))
+    return metrics
+
+
+def parse_args(argv=None):
+    defaults = Config()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--model", choices=sorted(MODEL_BUILDERS), default=defaults.model
+    )
+    parser.add_argument("--data-dir", default=defaults.data_dir)
+    parser.add_argument("--epochs", type=int, default=defaults.epochs)
+    parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
+    parser.add_argument(
+        "--learning-rate", type=float, default=defaults.learning_rate
+    )
+    parser.add_argument("--hidden-dim", type=int, default=defaults.hidden_dim)
+    parser.add_argument("--dropout", type=float, default=defaults.dropout)
+    parser.add_argument(
+        "--sparsity-penalty", type=float, default=defaults.sparsity_penalty
+    )
+    parser.add_argument("--capacity", type=float, default=defaults.capacity)
+    parser.add_argument("--trainable-embeddings", action="store_true")
+    parser.add_argument("--max-length", type=int, default=defaults.max_length)
+    parser.add_argument(
+        "--time-limit-minutes",
+        type=float,
+        default=defaults.time_limit_minutes,
+    )
+    parser.add_argument("--output-dir", default=defaults.output_dir)
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--smoke", action="store_true")
+    parser.add_argument("--verbose", type=int, default=defaults.verbose)
+    args = parser.parse_args(argv)
+    return Config(**{k.replace("-", "_"): v for k, v in vars(args).items()})
+
+
+if __name__ == "__main__":
+    train(parse_args(sys.argv[1:]))

@@ -1,0 +1,64 @@
+"""The NLI application trains ReSAN end to end in --smoke mode."""
+
+import importlib.util
+import json
+import pathlib
+
+import keras
+import pytest
+
+from keras_attention import data
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "applications" / "nli" / "train.py"
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("nli_train_resan", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def data_available():
+    try:
+        data.get_file("sick/SICK_trial.txt")
+        data.get_file("glove/glove.6B.50d.subset.txt.gz")
+    except (FileNotFoundError, ValueError, OSError):
+        return False
+    return True
+
+
+@pytest.mark.skipif(
+    not data_available(),
+    reason="staged data not found (set KERAS_ATTENTION_DATA)",
+)
+def test_resan_smoke_run_writes_metrics_and_a_loadable_model(tmp_path):
+    train = load_script()
+    config = train.parse_args(
+        [
+            "--smoke",
+            "--model",
+            "resan",
+            "--dataset",
+            "sick",
+            "--hidden-dim",
+            "8",
+            "--max-length",
+            "12",
+            "--output-dir",
+            str(tmp_path),
+            "--verbose",
+            "0",
+        ]
+    )
+    metrics = train.train(config)
+    written = json.loads((tmp_path / "metrics.json").read_text())
+    assert written["model"] == "resan"
+    assert written["backend"] == keras.backend.backend()
+    assert 0.0 <= written["dev_accuracy"] <= 1.0
+    assert 0.0 <= written["test_accuracy"] <= 1.0
+    assert written["test_accuracy"] == pytest.approx(metrics["test_accuracy"])
+    model = keras.saving.load_model(tmp_path / "model.keras", safe_mode=True)
+    assert isinstance(model, train.MODEL_BUILDERS["resan"])
+    assert tuple(model.output.shape) == (None, 3)

@@ -1,0 +1,78 @@
+"""The relatedness application runs end to end in --smoke mode."""
+
+import importlib.util
+import json
+import math
+import pathlib
+
+import keras
+import pytest
+
+from keras_attention import data
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "applications" / "relatedness" / "train.py"
+METRIC_KEYS = (
+    "test_pearson",
+    "test_spearman",
+    "test_mse",
+    "train_seconds",
+    "parameters",
+    "backend",
+)
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("relatedness_train", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def data_available():
+    try:
+        data.get_file("sick/SICK_trial.txt")
+        data.get_file("glove/glove.6B.50d.subset.txt.gz")
+    except (FileNotFoundError, ValueError, OSError):
+        return False
+    return True
+
+
+@pytest.mark.skipif(
+    not data_available(),
+    reason="staged data not found (set KERAS_ATTENTION_DATA)",
+)
+def test_smoke_run_writes_metrics_and_a_loadable_model(tmp_path):
+    train = load_script()
+    config = train.parse_args(
+        [
+            "--smoke",
+            "--model",
+            "resan",
+            "--hidden-dim",
+            "8",
+            "--max-length",
+            "12",
+            "--output-dir",
+            str(tmp_path),
+            "--verbose",
+            "0",
+        ]
+    )
+    metrics = train.train(config)
+    written = json.loads((tmp_path / "metrics.json").read_text())
+    assert written == json.loads(json.dumps(metrics))
+    for key in METRIC_KEYS:
+        assert key in written, key
+    for key in ("test_pearson", "test_spearman", "test_mse"):
+        assert math.isfinite(written[key]), (key, written[key])
+    assert written["backend"] == keras.backend.backend()
+    assert written["pairs"] == {"train": 64, "dev": 32, "test": 32}
+    model = keras.saving.load_model(tmp_path / "model.keras")
+    assert model.count_params() > written["parameters"]
+
+
+def test_unknown_model_is_rejected():
+    train = load_script()
+    with pytest.raises(SystemExit):
+        train.parse_args(["--model", "lstm"])
