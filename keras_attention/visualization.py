@@ -3,6 +3,9 @@
 - `alignment_weights`: the soft alignment of a decomposable attention
   model for a batch of sentence pairs.
 - `plot_alignment`: a premise x hypothesis heatmap of such weights.
+- `plot_reinforced_attention`: the heads and dependents a
+  `ReinforcedSelfAttention` layer selected in a sentence, and its soft
+  attention matrix among them.
 """
 
 import numpy as np
@@ -130,3 +133,79 @@ def plot_alignment(
     ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     ax.figure.tight_layout()
     return ax
+
+
+def plot_reinforced_attention(layer, inputs, tokens, mask=None, title=None):
+    """Draws what a `ReinforcedSelfAttention` layer does on one sentence.
+
+    The top panel marks the tokens its two samplers selected as heads and
+    as dependents (inference rule, so the figure is reproducible); the
+    bottom panel is the soft attention matrix among them, averaged over
+    features (row = head, column = dependent), as in Figure 2 of the ReSAN
+    paper.
+
+    Args:
+        layer: a built `keras_attention.layers.ReinforcedSelfAttention`
+            without `block_size`.
+        inputs: array `(1, T, F)` or `(T, F)`: the sentence's token
+            representations as the layer sees them.
+        tokens: list of the sentence's tokens (at most `T`).
+        mask: optional boolean array `(1, T)` or `(T,)`.
+        title: optional figure title.
+
+    Returns:
+        The matplotlib `Figure`.
+
+    Raises:
+        ValueError: if `tokens` is longer than the sentence.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    inputs = np.asarray(ops.convert_to_numpy(inputs))
+    if inputs.ndim == 2:
+        inputs = inputs[None]
+    if mask is not None:
+        mask = np.asarray(mask, bool).reshape(1, -1)
+    if len(tokens) > inputs.shape[1]:
+        raise ValueError(
+            f"Argument `tokens` has {len(tokens)} tokens but the sentence "
+            f"has {inputs.shape[1]} positions. Received: tokens={tokens!r}"
+        )
+    _, heads, dependents, _, scores = layer(
+        inputs,
+        mask=mask,
+        return_selections=True,
+        return_attention_scores=True,
+    )
+    n = len(tokens)
+    chosen = np.stack(
+        [
+            np.asarray(ops.convert_to_numpy(heads))[0, :n],
+            np.asarray(ops.convert_to_numpy(dependents))[0, :n],
+        ]
+    ).astype("float32")
+    scores = np.asarray(ops.convert_to_numpy(scores), "float32")[0, :n, :n]
+    figure, (top, bottom) = plt.subplots(
+        2,
+        1,
+        figsize=(1.5 + 0.5 * n, 2.5 + 0.45 * n),
+        gridspec_kw={"height_ratios": [2, n]},
+    )
+    top.imshow(chosen, cmap="Greens", vmin=0.0, vmax=1.0, aspect="auto")
+    top.set_yticks([0, 1], labels=["head", "dependent"])
+    top.set_xticks(range(n), labels=list(tokens), rotation=60)
+    top.set_title("selected by the samplers")
+    image = bottom.imshow(scores, cmap="Blues", vmin=0.0, aspect="auto")
+    bottom.set_xticks(range(n), labels=list(tokens), rotation=60)
+    bottom.set_yticks(range(n), labels=list(tokens))
+    bottom.set_xlabel("dependent")
+    bottom.set_ylabel("head")
+    bottom.set_title("soft attention (mean over features)")
+    figure.colorbar(image, ax=bottom, fraction=0.046, pad=0.04)
+    if title:
+        figure.suptitle(title)
+    figure.tight_layout()
+    return figure

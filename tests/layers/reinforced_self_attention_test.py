@@ -178,3 +178,22 @@ class ReinforcedSelfAttentionTest(LayerTestCase):
         layer(np.zeros((1, 3, 4), "float32"))
         with pytest.raises(ValueError, match=r"shape \(1, 3, 6\)"):
             layer(np.zeros((1, 3, 6), "float32"))
+
+
+def test_figure_shows_selection_and_attention_matrix():
+    from keras_attention.visualization import plot_reinforced_attention
+
+    layer = layers.ReinforcedSelfAttention(threshold=0.4, seed=2)
+    x = RNG.normal(size=(1, 6, 4)).astype("float32")
+    tokens = ["a", "dog", "runs", "in", "the", "park"]
+    figure = plot_reinforced_attention(layer, x, tokens, title="example")
+    top, bottom = figure.axes[:2]
+    _, heads, deps, _ = layer(x, return_selections=True)
+    np.testing.assert_array_equal(
+        top.images[0].get_array(),
+        np.stack([to_numpy(heads)[0], to_numpy(deps)[0]]),
+    )
+    assert bottom.images[0].get_array().shape == (6, 6)
+    assert [t.get_text() for t in bottom.get_xticklabels()] == tokens
+    with pytest.raises(ValueError, match="has 7 tokens"):
+        plot_reinforced_attention(layer, x, tokens + ["."])
