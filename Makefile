@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) applications/copy_task/train.py
+	$(PY) applications/translation/train.py --demo
 
 test: $(STAMP)
 	$(PY) tests/run_backends.py $(BACKENDS)
