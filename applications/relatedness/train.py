@@ -248,15 +248,9 @@ def train(config):
     best.save(os.path.join(config.output_dir, "model.keras"))
     test = correlations(best, *arrays["test"])
     dev = correlations(best, x_dev, scores_dev)
-    x_test = arrays["test"][0]
-    rate = [
-        keras.ops.convert_to_numpy(
-            best.policy_outputs({k: v[i : i + 256] for k, v in x_test.items()})[
-                2
-            ]
-        )
-        for i in range(0, len(arrays["test"][1]), 256)
-    ]
+    _, _, rate = best.policy_model.predict(
+        arrays["test"][0], batch_size=256, verbose=0
+    )
     metrics = {
         "test_pearson": test["pearson"],
         "test_spearman": test["spearman"],
@@ -265,7 +259,7 @@ def train(config):
         "dev_spearman": dev["spearman"],
         "dev_mse": dev["mse"],
         "dev_pearson_per_epoch": tracker.history,
-        "test_selection_rate": float(np.mean(np.concatenate(rate))),
+        "test_selection_rate": float(np.mean(rate)),
         "train_seconds": train_seconds,
         "epochs": len(tracker.history),
         "parameters": parameters,

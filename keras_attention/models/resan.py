@@ -232,6 +232,12 @@ class _ReinforcedPairModel(keras.Model):
         """`(outputs, log_prob, selection_rate)` of one forward pass."""
         return self._policy_graph.value(inputs, training=training)
 
+    @property
+    def policy_model(self):
+        """A model sharing these weights that also returns `log_prob` and
+        `selection_rate`; use its `predict` for batched inference."""
+        return self._policy_graph.value
+
     def get_config(self):
         return {
             "name": self.name,
