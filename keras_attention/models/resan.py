@@ -145,8 +145,9 @@ def relatedness_target(scores, num_classes=5):
 
     Example:
 
-    >>> relatedness_target(np.array([3.4])).round(2).tolist()
-    [[0.0, 0.0, 0.6, 0.4, 0.0]]
+    >>> target = relatedness_target(np.array([3.4]))
+    >>> [round(float(p), 2) for p in target[0]]
+    [0.0, 0.0, 0.6, 0.4, 0.0]
 
     References:
         - [Tai et al., 2015](https://arxiv.org/abs/1503.00075), section
