@@ -138,12 +138,17 @@ def prepare_data(config):
 
 
 def correlations(model, x, scores, batch_size=256):
-    predicted = model.predict(x, batch_size=batch_size, verbose=0)["score"]
-    predicted = np.asarray(predicted, "float64")
+    """Pearson, Spearman and MSE of the predicted scores, and the mean
+    selection rate of the token samplers (inference rule)."""
+    outputs, _, rate = model.policy_model.predict(
+        x, batch_size=batch_size, verbose=0
+    )
+    predicted = np.asarray(outputs["score"], "float64")
     return {
         "pearson": float(stats.pearsonr(predicted, scores)[0]),
         "spearman": float(stats.spearmanr(predicted, scores)[0]),
         "mse": float(np.mean((predicted - scores) ** 2)),
+        "selection_rate": float(np.mean(rate)),
     }
 
 
@@ -248,9 +253,6 @@ def train(config):
     best.save(os.path.join(config.output_dir, "model.keras"))
     test = correlations(best, *arrays["test"])
     dev = correlations(best, x_dev, scores_dev)
-    _, _, rate = best.policy_model.predict(
-        arrays["test"][0], batch_size=256, verbose=0
-    )
     metrics = {
         "test_pearson": test["pearson"],
         "test_spearman": test["spearman"],
@@ -259,7 +261,7 @@ def train(config):
         "dev_spearman": dev["spearman"],
         "dev_mse": dev["mse"],
         "dev_pearson_per_epoch": tracker.history,
-        "test_selection_rate": float(np.mean(rate)),
+        "test_selection_rate": test["selection_rate"],
         "train_seconds": train_seconds,
         "epochs": len(tracker.history),
         "parameters": parameters,
