@@ -285,7 +285,7 @@ def study_blocked(args, backends):
             "unblocked peak MB",
             "blocked peak MB",
             "memory ratio",
-            "max |diff|",
+            "max abs diff",
         ],
         rows,
     )

@@ -121,31 +121,7 @@ class DirectionalSelfAttention(keras.layers.Layer):
     def build(self, inputs_shape):
         check_rank("inputs", inputs_shape, 3)
         features = inputs_shape[-1]
-        self.query_dense = keras.layers.Dense(
-            features,
-            use_bias=False,
-            kernel_initializer=_clone(self.kernel_initializer),
-            dtype=self.dtype_policy,
-            name="query_dense",
-        )
-        self.query_dense.build(inputs_shape)
-        self.key_dense = keras.layers.Dense(
-            features,
-            kernel_initializer=_clone(self.kernel_initializer),
-            bias_initializer=_clone(self.bias_initializer),
-            dtype=self.dtype_policy,
-            name="key_dense",
-        )
-        self.key_dense.build(inputs_shape)
-        self.fusion_gate = None
-        if self.use_fusion_gate:
-            self.fusion_gate = FusionGate(
-                kernel_initializer=_clone(self.kernel_initializer),
-                bias_initializer=_clone(self.bias_initializer),
-                dtype=self.dtype_policy,
-                name="fusion_gate",
-            )
-            self.fusion_gate.build(inputs_shape, inputs_shape)
+        build_attention_sublayers(self, inputs_shape)
         self._features = features
         self.built = True
 
@@ -205,6 +181,41 @@ class DirectionalSelfAttention(keras.layers.Layer):
             }
         )
         return config
+
+
+def build_attention_sublayers(layer, inputs_shape):
+    """Builds `query_dense` (W1), `key_dense` (W2, b) and, with
+    `layer.use_fusion_gate`, `fusion_gate` on `layer`.
+
+    Shared by `DirectionalSelfAttention` and `ReinforcedSelfAttention`,
+    whose score functions are the same.
+    """
+    features = inputs_shape[-1]
+    layer.query_dense = keras.layers.Dense(
+        features,
+        use_bias=False,
+        kernel_initializer=_clone(layer.kernel_initializer),
+        dtype=layer.dtype_policy,
+        name="query_dense",
+    )
+    layer.query_dense.build(inputs_shape)
+    layer.key_dense = keras.layers.Dense(
+        features,
+        kernel_initializer=_clone(layer.kernel_initializer),
+        bias_initializer=_clone(layer.bias_initializer),
+        dtype=layer.dtype_policy,
+        name="key_dense",
+    )
+    layer.key_dense.build(inputs_shape)
+    layer.fusion_gate = None
+    if layer.use_fusion_gate:
+        layer.fusion_gate = FusionGate(
+            kernel_initializer=_clone(layer.kernel_initializer),
+            bias_initializer=_clone(layer.bias_initializer),
+            dtype=layer.dtype_policy,
+            name="fusion_gate",
+        )
+        layer.fusion_gate.build(inputs_shape, inputs_shape)
 
 
 def _clone(initializer):

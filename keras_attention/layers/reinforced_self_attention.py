@@ -3,7 +3,9 @@ import math
 import keras
 from keras import ops
 
-from keras_attention.layers.fusion_gate import FusionGate
+from keras_attention.layers.directional_self_attention import (
+    build_attention_sublayers,
+)
 from keras_attention.layers.reinforced_sequence_sampler import (
     ReinforcedSequenceSampler,
 )
@@ -185,31 +187,7 @@ class ReinforcedSelfAttention(keras.layers.Layer):
         features = inputs_shape[-1]
         self.head_sampler.build(inputs_shape)
         self.dependent_sampler.build(inputs_shape)
-        self.query_dense = keras.layers.Dense(
-            features,
-            use_bias=False,
-            kernel_initializer=_clone(self.kernel_initializer),
-            dtype=self.dtype_policy,
-            name="query_dense",
-        )
-        self.query_dense.build(inputs_shape)
-        self.key_dense = keras.layers.Dense(
-            features,
-            kernel_initializer=_clone(self.kernel_initializer),
-            bias_initializer=_clone(self.bias_initializer),
-            dtype=self.dtype_policy,
-            name="key_dense",
-        )
-        self.key_dense.build(inputs_shape)
-        self.fusion_gate = None
-        if self.use_fusion_gate:
-            self.fusion_gate = FusionGate(
-                kernel_initializer=_clone(self.kernel_initializer),
-                bias_initializer=_clone(self.bias_initializer),
-                dtype=self.dtype_policy,
-                name="fusion_gate",
-            )
-            self.fusion_gate.build(inputs_shape, inputs_shape)
+        build_attention_sublayers(self, inputs_shape)
         self._features = features
         self.built = True
 

@@ -170,6 +170,21 @@ def relatedness_target(scores, num_classes=5):
     return target.astype("float32")
 
 
+_CONFIG_KEYS = (
+    "name",
+    "vocabulary_size",
+    "embedding_dim",
+    "hidden_dim",
+    "num_classes",
+    "capacity",
+    "dropout",
+    "trainable_embeddings",
+    "reward_weight",
+    "sparsity_penalty",
+    "seed",
+)
+
+
 class _ReinforcedPairModel(keras.Model):
     """Shared training logic: supervised loss plus REINFORCE.
 
@@ -196,6 +211,16 @@ class _ReinforcedPairModel(keras.Model):
             keras.Model(inputs, [outputs, log_prob, selection_rate])
         )
         self._policy_tensors = _Hidden(None)
+
+    def _remember(self, encoder, arguments):
+        # A public attribute per constructor argument, as in `get_config`.
+        self.encoder = encoder
+        self.embedding_dim = encoder.get_layer("word_embedding").output_dim
+        for name in _CONFIG_KEYS:
+            if name not in ("name", "embedding_dim"):
+                setattr(self, name, arguments[name])
+        self.reward_weight = float(self.reward_weight)
+        self.sparsity_penalty = float(self.sparsity_penalty)
 
     def call(self, inputs, training=None, mask=None):
         outputs, log_prob, rate = self._policy_graph.value(
@@ -240,19 +265,7 @@ class _ReinforcedPairModel(keras.Model):
         return self._policy_graph.value
 
     def get_config(self):
-        return {
-            "name": self.name,
-            "vocabulary_size": self.vocabulary_size,
-            "embedding_dim": self.embedding_dim,
-            "hidden_dim": self.hidden_dim,
-            "num_classes": self.num_classes,
-            "capacity": self.capacity,
-            "dropout": self.dropout,
-            "trainable_embeddings": self.trainable_embeddings,
-            "reward_weight": self.reward_weight,
-            "sparsity_penalty": self.sparsity_penalty,
-            "seed": self.seed,
-        }
+        return {name: getattr(self, name) for name in _CONFIG_KEYS}
 
     @classmethod
     def from_config(cls, config):
@@ -385,17 +398,7 @@ class ReSANClassifier(_ReinforcedPairModel):
             p["log_prob"] + h["log_prob"],
             0.5 * (p["selection_rate"] + h["selection_rate"]),
         )
-        self.encoder = encoder
-        self.vocabulary_size = vocabulary_size
-        self.embedding_dim = encoder.get_layer("word_embedding").output_dim
-        self.hidden_dim = hidden_dim
-        self.num_classes = num_classes
-        self.capacity = capacity
-        self.dropout = dropout
-        self.trainable_embeddings = trainable_embeddings
-        self.reward_weight = float(reward_weight)
-        self.sparsity_penalty = float(sparsity_penalty)
-        self.seed = seed
+        self._remember(encoder, locals())
 
     def task_reward(self, y, probabilities):
         y = ops.reshape(ops.cast(y, "int32"), (-1,))
@@ -505,17 +508,7 @@ class ReSANRelatedness(_ReinforcedPairModel):
             a["log_prob"] + b["log_prob"],
             0.5 * (a["selection_rate"] + b["selection_rate"]),
         )
-        self.encoder = encoder
-        self.vocabulary_size = vocabulary_size
-        self.embedding_dim = encoder.get_layer("word_embedding").output_dim
-        self.hidden_dim = hidden_dim
-        self.num_classes = num_classes
-        self.capacity = capacity
-        self.dropout = dropout
-        self.trainable_embeddings = trainable_embeddings
-        self.reward_weight = float(reward_weight)
-        self.sparsity_penalty = float(sparsity_penalty)
-        self.seed = seed
+        self._remember(encoder, locals())
 
     def task_reward(self, y, probabilities):
         # Negative KL divergence of each pair, KL(y || probabilities).
