@@ -8,7 +8,7 @@ Both runs decode the same sources with the same (randomly initialised)
 tokens (the end id is one the model is never asked to prefer, and the
 length limit is source length + 0 = 30). Compiled functions only; the first
 call of each (compilation) is not timed. Writes
-benchmarks/results/transformer_decoding_<backend>.json.
+benchmarks/results/transformer_decoding_<backend>_<preset>.json.
 """
 
 import argparse
@@ -82,7 +82,8 @@ def main():
     }
     os.makedirs(common.RESULTS_DIR, exist_ok=True)
     path = os.path.join(
-        common.RESULTS_DIR, f"transformer_decoding_{args.backend}.json"
+        common.RESULTS_DIR,
+        f"transformer_decoding_{args.backend}_{args.preset}.json",
     )
     with open(path, "w") as f:
         json.dump(result, f, indent=2)
