@@ -154,4 +154,5 @@ def test_smoke_copy_task_learns(tmp_path):
     with open(tmp_path / "metrics.json") as f:
         written = json.load(f)
     assert written["exact_match"] == result["exact_match"]
-    assert result["exact_match"] >= 0.5, result
+    # Measured: 90% (torch), 91% (tensorflow), 98% (jax).
+    assert result["exact_match"] >= 0.75, result
