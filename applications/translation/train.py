@@ -147,6 +147,16 @@ def compile_model(model, config):
     )
 
 
+def tensorboard_callback(log_dir):
+    """`[TensorBoard(log_dir)]`, or `[]` with a note if it is not installed."""
+    try:
+        import tensorboard  # noqa: F401
+    except ImportError:
+        print("TensorBoard is not installed: no TensorBoard logs.")
+        return []
+    return [keras.callbacks.TensorBoard(log_dir)]
+
+
 # --- Synthetic copy task -------------------------------------------------
 
 
@@ -297,10 +307,8 @@ def run_multi30k(config):
             keras.callbacks.BackupAndRestore(
                 os.path.join(config.output_dir, "backup")
             ),
-            keras.callbacks.TensorBoard(
-                os.path.join(config.output_dir, "logs")
-            ),
-        ],
+        ]
+        + tensorboard_callback(os.path.join(config.output_dir, "logs")),
     )
     seconds = time.monotonic() - start
     epochs_run = len(history.history.get("loss", []))
