@@ -156,3 +156,15 @@ def test_smoke_copy_task_learns(tmp_path):
     assert written["exact_match"] == result["exact_match"]
     # Measured: 90% (torch), 91% (tensorflow), 98% (jax).
     assert result["exact_match"] >= 0.75, result
+
+
+def test_training_without_tensorboard_skips_its_logs(monkeypatch, capsys):
+    sys.path.insert(0, os.path.abspath(APP))
+    try:
+        import train
+    finally:
+        sys.path.pop(0)
+    # `None` in sys.modules makes `import tensorboard` raise ImportError.
+    monkeypatch.setitem(sys.modules, "tensorboard", None)
+    assert train.tensorboard_callback("logs") == []
+    assert "TensorBoard is not installed" in capsys.readouterr().out
