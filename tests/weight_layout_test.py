@@ -1,0 +1,58 @@
+"""Stored weight layouts: a change here breaks checkpoints people saved.
+
+Each entry lists the weight paths (below the layer's own name) and shapes,
+in order, of a small configuration. Update an entry only on purpose, and say
+in the change how old checkpoints are affected.
+"""
+
+import numpy as np
+import pytest
+
+from keras_attention import layers
+
+X = np.zeros((2, 5, 8), "float32")
+IDS = np.zeros((2, 5), "int32")
+
+LAYOUTS = {
+    "multi_head_attention": (
+        lambda: layers.MultiHeadAttention(num_heads=2, key_dim=3, name="l"),
+        {"query": X, "value": X},
+        [
+            ("query_dense/kernel", (8, 2, 3)),
+            ("query_dense/bias", (2, 3)),
+            ("key_dense/kernel", (8, 2, 3)),
+            ("key_dense/bias", (2, 3)),
+            ("value_dense/kernel", (8, 2, 3)),
+            ("value_dense/bias", (2, 3)),
+            ("output_dense/kernel", (2, 3, 8)),
+            ("output_dense/bias", (8,)),
+        ],
+    ),
+    "position_embedding": (
+        lambda: layers.PositionEmbedding(sequence_length=7, name="l"),
+        {"inputs": X},
+        [("embeddings", (7, 8))],
+    ),
+    "token_and_position_embedding": (
+        lambda: layers.TokenAndPositionEmbedding(
+            20, 8, sequence_length=6, position="learned", name="l"
+        ),
+        {"inputs": IDS},
+        [
+            ("token_embedding/embeddings", (20, 8)),
+            ("position_embedding/embeddings", (6, 8)),
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_weight_layout_is_stable(name):
+    make_layer, inputs, expected = LAYOUTS[name]
+    layer = make_layer()
+    layer(**inputs)
+    actual = [
+        (weight.path.split("/", 1)[1], tuple(weight.shape))
+        for weight in layer.weights
+    ]
+    assert actual == expected
