@@ -19,9 +19,7 @@ from keras_attention.layers.sinusoidal_position_encoding import (
     SinusoidalPositionEncoding,
 )
 from keras_attention.layers.soft_alignment import SoftAlignment
-from keras_attention.layers.source2_token_attention import (
-    Source2TokenAttention,
-)
+from keras_attention.layers.source2_token_attention import Source2TokenAttention
 from keras_attention.layers.token_and_position_embedding import (
     TokenAndPositionEmbedding,
 )

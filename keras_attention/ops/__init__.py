@@ -11,9 +11,7 @@ from keras_attention.ops.masking import masked_softmax
 from keras_attention.ops.masking import merge_masks
 from keras_attention.ops.masking import pairwise_mask
 from keras_attention.ops.multi_dimensional import directional_mask
-from keras_attention.ops.multi_dimensional import (
-    multi_dimensional_attention,
-)
+from keras_attention.ops.multi_dimensional import multi_dimensional_attention
 from keras_attention.ops.positions import sinusoidal_positions
 
 __all__ = [
