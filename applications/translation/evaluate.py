@@ -29,7 +29,10 @@ from keras_attention import data
 
 # Registers the model (and its loss, metric and schedule classes) that
 # `keras.saving.load_model` looks up by name.
+from keras_attention import losses  # noqa: F401
+from keras_attention import metrics as registered_metrics  # noqa: F401
 from keras_attention import models  # noqa: F401
+from keras_attention import schedules  # noqa: F401
 from keras_attention.data import translation
 
 SAMPLES = 5
