@@ -1,0 +1,363 @@
+"""Training on several devices: strategies, mixed precision and XLA.
+
+The training scripts share these few functions:
+
+```python
+scope = distribute.strategy_scope(args.strategy)  # first, before any data
+distribute.set_mixed_precision(args.mixed_precision)
+with scope:
+    model = build_model()
+    model.compile(
+        optimizer=distribute.loss_scaled(optimizer),
+        loss=loss,
+        jit_compile=distribute.jit_compile(args.jit_compile),
+    )
+model.fit(dataset)
+model.save(distribute.worker_path("runs/model.keras"))
+```
+
+Strategies by backend (`name`):
+
+- tensorflow: `"none"`, `"mirrored"` (`tf.distribute.MirroredStrategy`
+  over the local GPUs) and `"multi_worker"`
+  (`tf.distribute.MultiWorkerMirroredStrategy`; the cluster comes from the
+  `TF_CONFIG` environment variable). `"auto"` is `"mirrored"` when more than
+  one GPU is visible, else `"none"`.
+- jax: `"none"` and `"data_parallel"` (`keras.distribution.DataParallel`
+  over every visible device, set as the global distribution, so that
+  `fit`, `evaluate` and `predict` shard each batch across the devices).
+  `"auto"` is `"data_parallel"` when more than one device is visible. On
+  several hosts, call `keras.distribution.initialize()` first.
+- torch: `"none"` only (`"auto"` resolves to it).
+
+Losses under `tf.distribute` are computed per replica and the replicas'
+gradients are summed, so a loss term added by hand must be divided by the
+number of replicas (`scale_for_replicas`) and statistics over the batch
+must be taken over the global batch (`replica_sum`), or the result depends
+on the number of devices. On JAX the step sees the global batch and both
+functions return their input unchanged.
+"""
+
+import atexit
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+
+import keras
+from keras import ops
+
+STRATEGIES = ("auto", "none", "mirrored", "multi_worker", "data_parallel")
+BACKEND_STRATEGIES = {
+    "tensorflow": ("none", "mirrored", "multi_worker"),
+    "jax": ("none", "data_parallel"),
+    "torch": ("none",),
+}
+MIXED_PRECISION = {
+    "none": "float32",
+    "float16": "mixed_float16",
+    "bfloat16": "mixed_bfloat16",
+}
+JIT_COMPILE = {"auto": "auto", "true": True, "false": False}
+
+# One strategy object per process: MultiWorkerMirroredStrategy may be
+# created only once, and every scope must use the same MirroredStrategy.
+_STRATEGIES = {}
+
+
+def resolve_strategy(name="auto"):
+    """The strategy `name` stands for on this backend and these devices.
+
+    Args:
+        name: str. One of `STRATEGIES`.
+
+    Returns:
+        A name from `BACKEND_STRATEGIES[keras.backend.backend()]`.
+
+    Raises:
+        ValueError: If `name` is unknown or not available on the backend.
+
+    Example:
+
+    >>> resolve_strategy("none")
+    'none'
+    """
+    if name not in STRATEGIES:
+        raise ValueError(
+            f"Argument `strategy` must be one of {STRATEGIES}. "
+            f"Received: strategy={name!r}"
+        )
+    backend = keras.backend.backend()
+    if name == "auto":
+        if backend == "tensorflow":
+            import tensorflow as tf
+
+            gpus = tf.config.list_logical_devices("GPU")
+            return "mirrored" if len(gpus) > 1 else "none"
+        if backend == "jax":
+            import jax
+
+            return "data_parallel" if len(jax.devices()) > 1 else "none"
+        return "none"
+    if name not in BACKEND_STRATEGIES.get(backend, ("none",)):
+        raise ValueError(
+            f"Strategy {name!r} is not available on the {backend} backend "
+            f"(choose from {BACKEND_STRATEGIES.get(backend, ('none',))}). "
+            f"Received: strategy={name!r}"
+        )
+    return name
+
+
+def get_strategy(name="auto"):
+    """The distribution object for `name`, created once per process.
+
+    Returns:
+        A `tf.distribute.Strategy` (tensorflow), a
+        `keras.distribution.DataParallel` (jax), or `None` for `"none"`.
+    """
+    name = resolve_strategy(name)
+    if name == "none":
+        return None
+    if name not in _STRATEGIES:
+        if name == "data_parallel":
+            strategy = keras.distribution.DataParallel(
+                devices=keras.distribution.list_devices()
+            )
+        else:
+            import tensorflow as tf
+
+            if name == "mirrored":
+                strategy = tf.distribute.MirroredStrategy()
+            else:
+                strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        _STRATEGIES[name] = strategy
+    return _STRATEGIES[name]
+
+
+def strategy_scope(name="auto"):
+    """A context manager under which to build and compile the model.
+
+    On tensorflow this is `strategy.scope()`: variables created inside are
+    mirrored, and `fit` (called inside or outside the scope) splits each
+    global batch across the replicas. On jax, `"data_parallel"` is set as
+    the global distribution (`keras.distribution.set_distribution`), which
+    lasts for the whole process, and the returned context is its scope.
+    Call it before loading data: a multi-worker strategy must be created
+    before TensorFlow runs any operation.
+
+    Args:
+        name: str. One of `STRATEGIES`. Defaults to `"auto"`.
+
+    Returns:
+        A context manager.
+
+    Example:
+
+    >>> with strategy_scope("none"):
+    ...     layer = keras.layers.Dense(2)
+    """
+    strategy = get_strategy(name)
+    if strategy is None:
+        return contextlib.nullcontext()
+    if isinstance(strategy, keras.distribution.Distribution):
+        keras.distribution.set_distribution(strategy)
+    description = describe(strategy)
+    print(f"Distribution: {description}")
+    return strategy.scope()
+
+
+def describe(strategy):
+    """One line naming the strategy and its devices (for logs)."""
+    if strategy is None:
+        return "one device"
+    if isinstance(strategy, keras.distribution.Distribution):
+        devices = strategy.device_mesh.devices.reshape(-1)
+        return f"DataParallel over {len(devices)} devices"
+    kind = type(strategy).__name__
+    return f"{kind} with {strategy.num_replicas_in_sync} replicas in sync"
+
+
+def num_replicas():
+    """Replicas that compute one step together (1 without a strategy).
+
+    On jax with a `DataParallel` distribution, the number of devices.
+    """
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        return tf.distribute.get_strategy().num_replicas_in_sync
+    if backend == "jax":
+        distribution = keras.distribution.distribution()
+        if distribution is not None:
+            return int(distribution.device_mesh.devices.size)
+    return 1
+
+
+def is_chief():
+    """Whether this process writes checkpoints and exports.
+
+    Without a multi-worker strategy: `True`. With one, the task of type
+    `"chief"`, or worker 0 when the cluster has no chief (as in
+    `TF_CONFIG`).
+    """
+    strategy = _STRATEGIES.get("multi_worker")
+    if strategy is None:
+        return True
+    resolver = strategy.cluster_resolver
+    task_type, task_id = resolver.task_type, resolver.task_id
+    if task_type is None or task_type == "chief":
+        return True
+    cluster = json.loads(os.environ.get("TF_CONFIG", "{}")).get("cluster", {})
+    return task_type == "worker" and task_id == 0 and "chief" not in cluster
+
+
+def worker_path(path):
+    """`path` on the chief; a temporary copy's path on the other workers.
+
+    With `MultiWorkerMirroredStrategy` every worker runs the same program,
+    saves included; TensorFlow recommends that the workers other than the
+    chief write to temporary locations, so that they never overwrite the
+    chief's files. Those locations are removed when the process exits.
+    """
+    if is_chief():
+        return path
+    folder = tempfile.mkdtemp(prefix="keras_attention_worker_")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return os.path.join(folder, os.path.basename(os.path.normpath(path)))
+
+
+def set_mixed_precision(name="none"):
+    """Sets the global Keras dtype policy for `--mixed-precision name`.
+
+    `"float16"` -> `"mixed_float16"` (compute in float16, variables in
+    float32; compile with `loss_scaled(optimizer)`), `"bfloat16"` ->
+    `"mixed_bfloat16"` (no loss scaling needed), `"none"` -> `"float32"`.
+    Models built afterwards use the policy; the models' output layers
+    compute in float32.
+
+    Args:
+        name: str. `"none"`, `"float16"` or `"bfloat16"`. Defaults to
+            `"none"`.
+
+    Returns:
+        The policy name that was set.
+
+    Example:
+
+    >>> set_mixed_precision("bfloat16")
+    'mixed_bfloat16'
+    >>> set_mixed_precision("none")
+    'float32'
+    """
+    if name not in MIXED_PRECISION:
+        raise ValueError(
+            f"Argument `mixed_precision` must be one of "
+            f"{tuple(MIXED_PRECISION)}. Received: mixed_precision={name!r}"
+        )
+    policy = MIXED_PRECISION[name]
+    keras.mixed_precision.set_dtype_policy(policy)
+    return policy
+
+
+def loss_scaled(optimizer):
+    """`optimizer`, in a `LossScaleOptimizer` under `mixed_float16`.
+
+    Float16 gradients of small losses underflow to zero; dynamic loss
+    scaling multiplies the loss before differentiation and divides the
+    gradients after, skipping steps whose gradients overflow. Keras's
+    `compile` also wraps the optimizer when the model's policy is
+    `mixed_float16`; doing it here makes the choice visible and holds for
+    models built with an explicit dtype.
+    """
+    policy = keras.config.dtype_policy().name
+    if policy == "mixed_float16" and not isinstance(
+        optimizer, keras.optimizers.LossScaleOptimizer
+    ):
+        return keras.optimizers.LossScaleOptimizer(optimizer)
+    return optimizer
+
+
+def jit_compile(value="auto"):
+    """`compile(jit_compile=...)` for `--jit-compile auto|true|false`.
+
+    `"auto"` lets Keras decide: XLA on tensorflow with an accelerator,
+    `jax.jit` on jax (always), eager on torch. `"true"` asks for XLA on
+    tensorflow and `torch.compile` on torch; `"false"` runs tensorflow
+    graphs without XLA and jax uncompiled (slow).
+
+    Example:
+
+    >>> jit_compile("false")
+    False
+    """
+    key = str(value).lower()
+    if key not in JIT_COMPILE:
+        raise ValueError(
+            "Argument `jit_compile` must be one of ('auto', 'true', "
+            f"'false'). Received: jit_compile={value!r}"
+        )
+    return JIT_COMPILE[key]
+
+
+def add_arguments(parser, default_strategy="auto"):
+    """Adds `--strategy`, `--mixed-precision` and `--jit-compile`."""
+    parser.add_argument(
+        "--strategy",
+        choices=STRATEGIES,
+        default=default_strategy,
+        help="Distribution (see keras_attention.distribute). Default: "
+        f"{default_strategy}.",
+    )
+    parser.add_argument(
+        "--mixed-precision",
+        choices=tuple(MIXED_PRECISION),
+        default="none",
+        help="Compute dtype: float16 (with loss scaling) or bfloat16.",
+    )
+    parser.add_argument(
+        "--jit-compile",
+        choices=tuple(JIT_COMPILE),
+        default="auto",
+        help="XLA / jax.jit / torch.compile for the train step.",
+    )
+
+
+# Loss terms written by hand (not through a `keras.losses.Loss`).
+
+
+def replica_sum(value):
+    """Sums `value` over the replicas of a `tf.distribute` step.
+
+    Inside a replica of a tensorflow strategy with several replicas, an
+    all-reduce; elsewhere (one replica, jax, torch) `value` itself. Use it
+    for batch statistics that must cover the global batch.
+    """
+    if keras.backend.backend() != "tensorflow":
+        return value
+    import tensorflow as tf
+
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return value
+    return context.all_reduce(tf.distribute.ReduceOp.SUM, value)
+
+
+def scale_for_replicas(loss):
+    """Divides a per-replica mean loss by the replicas in sync.
+
+    `tf.distribute` sums the replicas' gradients, so a loss averaged over
+    the local batch must be divided by the number of replicas to give the
+    gradient of the mean over the global batch (what `keras.losses.Loss`
+    does for compiled losses). Identity on jax and torch, and with one
+    replica.
+    """
+    if keras.backend.backend() != "tensorflow":
+        return loss
+    import tensorflow as tf
+
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
+    if replicas == 1:
+        return loss
+    return loss * ops.cast(1.0 / replicas, loss.dtype)
