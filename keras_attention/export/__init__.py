@@ -1,0 +1,33 @@
+"""SavedModels for TensorFlow Serving: text in, text or predictions out.
+
+Each exporter writes `export_dir/<version>/` (default version 1, the
+layout TensorFlow Serving watches) with tokenization inside the graph:
+
+- `export_translator`: SentencePiece, beam search (`serving_default`) and
+  greedy search (`greedy`) with the decoder caches, detokenization;
+  `inputs` -> `outputs`, `scores`.
+- `export_classifier`: NLI; `premise`, `hypothesis` -> `probabilities`,
+  `label`.
+- `export_regressor`: relatedness; `sentence_a`, `sentence_b` -> `score`.
+
+They accept a run folder written by the matching application's
+`train.py`, or a model object with its tokenizer or vocabulary. Models
+trained on jax or torch are exported through a tensorflow-backend
+subprocess that reloads their `.keras` file (see
+`keras_attention.export.archive`). `graph_op_names` lists the ops of an
+exported graph.
+"""
+
+from keras_attention.export.inspection import graph_op_names
+from keras_attention.export.inspection import signature_summary
+from keras_attention.export.pair_models import export_classifier
+from keras_attention.export.pair_models import export_regressor
+from keras_attention.export.translator import export_translator
+
+__all__ = [
+    "export_classifier",
+    "export_regressor",
+    "export_translator",
+    "graph_op_names",
+    "signature_summary",
+]

@@ -1,0 +1,114 @@
+"""Versioned export folders and the route from any backend to TensorFlow.
+
+A SavedModel for TensorFlow Serving is a TensorFlow graph. On the
+tensorflow backend the exporters trace the model directly. On jax and
+torch they save the model (a `.keras` file, which every backend reads)
+with its tokenizer or vocabulary into a temporary run folder and run the
+same exporter in a Python subprocess with `KERAS_BACKEND=tensorflow`, so
+the exported graph holds the trained weights and only standard TensorFlow
+(and TensorFlow Text) ops, whichever backend trained the model.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import keras
+
+from keras_attention.utils.validation import check_positive_int
+
+MODEL_FILE = "model.keras"
+CONFIG_FILE = "config.json"
+
+
+def version_path(export_dir, version):
+    """`export_dir/<version>`, the layout TensorFlow Serving watches.
+
+    Raises a `ValueError` for a version that is not a positive int or a
+    version folder that already holds files (a served version must not
+    change under the server).
+    """
+    check_positive_int("version", version)
+    path = os.path.join(os.fspath(export_dir), str(version))
+    if os.path.isdir(path) and os.listdir(path):
+        raise ValueError(
+            f"Version {version} already exists in '{export_dir}'; export "
+            f"to a new version. Received: version={version}"
+        )
+    return path
+
+
+def read_run_config(run_dir):
+    """The run's `config.json` as a dict (empty if there is none)."""
+    path = os.path.join(run_dir, CONFIG_FILE)
+    if not os.path.isfile(path):
+        return {}
+    with open(path) as f:
+        return json.load(f)
+
+
+def load_run_model(run_dir):
+    """Loads `run_dir/model.keras` with the package's classes registered."""
+    # Registers the layers, models, losses, metrics and schedules by name.
+    from keras_attention import layers  # noqa: F401
+    from keras_attention import losses  # noqa: F401
+    from keras_attention import metrics  # noqa: F401
+    from keras_attention import models  # noqa: F401
+    from keras_attention import schedules  # noqa: F401
+
+    path = os.path.join(run_dir, MODEL_FILE)
+    if not os.path.isfile(path):
+        raise ValueError(
+            f"No {MODEL_FILE} in the run folder. Received: "
+            f"run_dir_or_model={run_dir!r}"
+        )
+    return keras.saving.load_model(path, compile=False)
+
+
+def needs_tensorflow_process():
+    return keras.backend.backend() != "tensorflow"
+
+
+def export_in_tensorflow(function_name, run_dir, export_dir, options):
+    """Runs `keras_attention.export.<function_name>` on the tensorflow
+    backend in a subprocess; returns the version folder it wrote."""
+    code = (
+        "import json, sys\n"
+        "from keras_attention import export\n"
+        "function = getattr(export, sys.argv[1])\n"
+        "path = function(sys.argv[2], sys.argv[3], **json.loads(sys.argv[4]))\n"
+        "print('EXPORTED=' + path)\n"
+    )
+    root = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+    env = dict(os.environ, KERAS_BACKEND="tensorflow")
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (root, env.get("PYTHONPATH")) if p
+    )
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            function_name,
+            os.fspath(run_dir),
+            os.fspath(export_dir),
+            json.dumps(options),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(
+            f"Export on the tensorflow backend failed:\n{result.stderr[-4000:]}"
+        )
+    for line in result.stdout.splitlines():
+        if line.startswith("EXPORTED="):
+            return line[len("EXPORTED=") :]
+    raise RuntimeError(f"Export printed no path:\n{result.stdout[-2000:]}")
+
+
+def temporary_run_dir():
+    return tempfile.TemporaryDirectory(prefix="keras_attention_export_")

@@ -1,0 +1,264 @@
+"""SavedModels of the sentence-pair models: text in, predictions out.
+
+The graph holds the word tokenizer (`keras_attention.export.text`, the
+`keras_attention.data.tokenize` rules in `tf.strings` ops), the vocabulary
+(a `tf.lookup.StaticHashTable`, unknown words -> id 1), and the model.
+
+Signatures (`serving_default`):
+
+- classifier (NLI): `premise`, `hypothesis` (`tf.string`, `[None]`) ->
+  `probabilities` (`tf.float32`, `[None, 3]`) and `label` (`tf.string`,
+  `[None]`, one of `keras_attention.data.LABELS`).
+- regressor (relatedness): `sentence_a`, `sentence_b` (`tf.string`,
+  `[None]`) -> `score` (`tf.float32`, `[None]`, on the 1-5 scale).
+
+Serving rules, row by row (one row never changes another's result):
+
+- Bytes that are not valid UTF-8 are replaced by U+FFFD (an unknown word).
+- A sentence longer than `max_length` words is cut to its first
+  `max_length` words, as the training scripts do (`--max-length`; the
+  run's `config.json` gives it).
+- An empty or blank sentence is all padding: the model's fully masked
+  rows give zeros, so the prediction is defined (and the same for every
+  empty sentence).
+"""
+
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from keras_attention.data import LABELS
+from keras_attention.export import archive
+from keras_attention.export import text
+from keras_attention.utils.validation import check_positive_int
+
+VOCABULARY_FILE = "vocabulary.txt"
+DEFAULT_MAX_LENGTH = 100
+
+
+class PairModule(tf.Module):
+    """The exported object: vocabulary table, model variables, signature.
+
+    Args:
+        model: a Keras model on two int inputs (0 = padding).
+        vocabulary: list of words, index = id.
+        max_length: int. Words kept per sentence.
+        input_names: the two input names (model inputs and signature
+            inputs alike).
+        head: function from the model's output to the signature's dict.
+    """
+
+    def __init__(self, model, vocabulary, max_length, input_names, head):
+        super().__init__(name="pair_model")
+        self.model = model
+        self.model_variables = [v.value for v in model.variables]
+        self.table = text.vocabulary_table(vocabulary)
+        self.max_length = max_length
+        self.input_names = tuple(input_names)
+        self.head = head
+        first, second = self.input_names
+        specs = [
+            tf.TensorSpec([None], tf.string, name=first),
+            tf.TensorSpec([None], tf.string, name=second),
+        ]
+        self.serving_default = tf.function(self._predict, input_signature=specs)
+
+    def token_ids(self, sentences):
+        """Int32 ids `(B, T)`, at least one column, 0-padded."""
+        words = text.tokenize_words(text.clean_utf8(sentences))
+        words = words[:, : self.max_length]
+        ids = tf.ragged.map_flat_values(self.table.lookup, words)
+        ids = ids.to_tensor(default_value=0)
+        missing = tf.maximum(1 - tf.shape(ids)[1], 0)
+        return tf.pad(ids, [[0, 0], [0, missing]])
+
+    def _predict(self, first, second):
+        inputs = {
+            self.input_names[0]: self.token_ids(first),
+            self.input_names[1]: self.token_ids(second),
+        }
+        return self.head(self.model(inputs, training=False))
+
+
+def _classifier_head(labels):
+    def head(probabilities):
+        probabilities = tf.cast(probabilities, tf.float32)
+        index = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
+        label = tf.gather(tf.constant(list(labels)), index)
+        return {"probabilities": probabilities, "label": label}
+
+    return head
+
+
+def _regressor_head(outputs):
+    score = outputs["score"] if isinstance(outputs, dict) else outputs
+    return {"score": tf.cast(tf.reshape(score, [-1]), tf.float32)}
+
+
+def export_classifier(
+    run_dir_or_model,
+    export_dir,
+    vocabulary=None,
+    max_length=None,
+    version=1,
+):
+    """Writes an NLI classifier SavedModel to `export_dir/<version>/`.
+
+    Args:
+        run_dir_or_model: a run folder of `applications/nli/train.py`
+            (`model.keras`, `vocabulary.txt`, `config.json`), or a Keras
+            model with inputs `premise` and `hypothesis` (int ids) and
+            class probabilities (in the order of `LABELS`) as output.
+        export_dir: folder of versions (TensorFlow Serving's model base
+            path).
+        vocabulary: with a model: the list of words (index = id) or the
+            path of a `vocabulary.txt`. Ignored with a run folder.
+        max_length: int. Words kept per sentence. Defaults to the run's
+            `max_length`, else `100`.
+        version: int. Defaults to `1`.
+
+    Returns:
+        The path of the version folder.
+    """
+    return _export_pair(
+        "export_classifier",
+        run_dir_or_model,
+        export_dir,
+        vocabulary,
+        max_length,
+        version,
+        ("premise", "hypothesis"),
+        _classifier_head(LABELS),
+    )
+
+
+def export_regressor(
+    run_dir_or_model,
+    export_dir,
+    vocabulary=None,
+    max_length=None,
+    version=1,
+):
+    """Writes a relatedness SavedModel to `export_dir/<version>/`.
+
+    Args:
+        run_dir_or_model: a run folder of `applications/relatedness/
+            train.py`, or a model with inputs `sentence_a`, `sentence_b`
+            whose output is the score `(B,)` or a dict holding `"score"`
+            (`keras_attention.models.ReSANRelatedness`).
+        export_dir, vocabulary, max_length, version: as in
+            `export_classifier`.
+
+    Returns:
+        The path of the version folder.
+    """
+    return _export_pair(
+        "export_regressor",
+        run_dir_or_model,
+        export_dir,
+        vocabulary,
+        max_length,
+        version,
+        ("sentence_a", "sentence_b"),
+        _regressor_head,
+    )
+
+
+def _export_pair(
+    function_name,
+    run_dir_or_model,
+    export_dir,
+    vocabulary,
+    max_length,
+    version,
+    input_names,
+    head,
+):
+    check_positive_int("max_length", max_length, allow_none=True)
+    path = archive.version_path(export_dir, version)
+    options = dict(version=version, max_length=max_length)
+    if isinstance(run_dir_or_model, (str, os.PathLike)):
+        run_dir = os.fspath(run_dir_or_model)
+        if archive.needs_tensorflow_process():
+            return archive.export_in_tensorflow(
+                function_name, run_dir, export_dir, options
+            )
+        model = archive.load_run_model(run_dir)
+        vocabulary = read_vocabulary(os.path.join(run_dir, VOCABULARY_FILE))
+        if max_length is None:
+            max_length = archive.read_run_config(run_dir).get("max_length")
+    else:
+        model = run_dir_or_model
+        vocabulary = _vocabulary_list(vocabulary)
+        if archive.needs_tensorflow_process():
+            with archive.temporary_run_dir() as run_dir:
+                model.save(os.path.join(run_dir, archive.MODEL_FILE))
+                write_vocabulary(
+                    os.path.join(run_dir, VOCABULARY_FILE), vocabulary
+                )
+                return archive.export_in_tensorflow(
+                    function_name, run_dir, export_dir, options
+                )
+    max_length = max_length or DEFAULT_MAX_LENGTH
+    module = PairModule(model, vocabulary, max_length, input_names, head)
+    tf.saved_model.save(
+        module, path, signatures={"serving_default": module.serving_default}
+    )
+    return path
+
+
+def read_vocabulary(path):
+    """The words of a `vocabulary.txt` (one per line), index = id."""
+    if not os.path.isfile(path):
+        raise ValueError(
+            f"No vocabulary file at '{path}'. Received: vocabulary={path!r}"
+        )
+    with open(path, encoding="utf-8") as f:
+        words = f.read().split("\n")
+    if words and words[-1] == "":
+        words = words[:-1]
+    return words
+
+
+def write_vocabulary(path, vocabulary):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(vocabulary) + "\n")
+
+
+def _vocabulary_list(vocabulary):
+    if vocabulary is None:
+        raise ValueError(
+            "Exporting a model object needs its vocabulary (a list of words "
+            "or a vocabulary.txt path). Received: vocabulary=None"
+        )
+    if isinstance(vocabulary, (str, os.PathLike)):
+        return read_vocabulary(os.fspath(vocabulary))
+    words = list(vocabulary)
+    if len(words) < 2 or not all(isinstance(w, str) for w in words):
+        raise ValueError(
+            "Argument `vocabulary` must list at least the padding and "
+            f"unknown words, as strings. Received: vocabulary={words[:5]!r}"
+        )
+    return words
+
+
+def python_token_ids(sentences, vocabulary, max_length):
+    """The Python reference of the in-graph ids, `(B, T)` int32.
+
+    `keras_attention.data.tokenize`, cut to `max_length` words, looked up
+    (unknown -> 1) and padded with 0 to the longest sentence (at least one
+    column), as the exported graph does.
+    """
+    from keras_attention.data import tokenize
+
+    index = {}
+    for i, word in enumerate(vocabulary):
+        index.setdefault(word, i)
+    rows = [
+        [index.get(w, 1) for w in tokenize(s)[:max_length]] for s in sentences
+    ]
+    ids = np.zeros((len(rows), max([1] + [len(r) for r in rows])), "int32")
+    for i, row in enumerate(rows):
+        ids[i, : len(row)] = row
+    return ids

@@ -1,0 +1,245 @@
+"""SavedModel of a translation Transformer: text in, text out.
+
+The graph holds the SentencePiece model (TensorFlow Text ops), the
+Transformer weights, beam search and greedy search with the decoder caches
+(`keras_attention.decoding`, a `tf.while_loop` on the tensorflow backend),
+and detokenization.
+
+Signatures:
+
+- `serving_default`: `inputs` (`tf.string`, `[None]`) -> `outputs`
+  (`tf.string`, `[None]`, the translations) and `scores` (`tf.float32`,
+  `[None]`, the length-penalised log-probability of each translation,
+  `log P(Y | X) / ((5 + |Y|) / 6) ** alpha`); beam search.
+- `greedy`: the same inputs and outputs with greedy decoding (beam search
+  with one beam, which gives exactly greedy search's tokens).
+
+Serving rules, row by row (one row never changes another's result):
+
+- Bytes that are not valid UTF-8 are replaced by U+FFFD, then translated.
+- A source longer than the model's `max_sequence_length` subwords (end
+  token included) is cut to it, as `keras_attention.data.encode_sentences`
+  does.
+- A source with no subwords (empty or blank) gives `""` with score `0`.
+
+Sources are padded to the next of a few fixed widths (8, 16, 32, ... up to
+`max_sequence_length`); the search is traced once per width.
+"""
+
+import os
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from keras_attention import decoding
+from keras_attention.data import translation
+from keras_attention.export import archive
+from keras_attention.export import text
+from keras_attention.utils.validation import check_positive_int
+
+
+def bucket_widths(max_sequence_length, smallest=8):
+    """Padded source widths: powers of two from `smallest`, then the max."""
+    widths, width = [], smallest
+    while width < max_sequence_length:
+        widths.append(width)
+        width *= 2
+    return widths + [max_sequence_length]
+
+
+class TranslatorModule(tf.Module):
+    """The exported object: tokenizer, model variables and signatures."""
+
+    def __init__(self, model, proto, beam_size, alpha, max_extra_length):
+        super().__init__(name="translator")
+        self.model = model
+        # Tracked so that the SavedModel holds every weight.
+        self.model_variables = [v.value for v in model.variables]
+        self.tokenizer = tf_text.SentencepieceTokenizer(
+            model=proto, out_type=tf.int32
+        )
+        self.beam_size = beam_size
+        self.alpha = float(alpha)
+        self.max_extra_length = max_extra_length
+        self.widths = bucket_widths(model.max_sequence_length)
+        spec = tf.TensorSpec([None], tf.string, name="inputs")
+        self.serving_default = tf.function(
+            lambda inputs: self._translate(inputs, beam_size),
+            input_signature=[spec],
+        )
+        self.greedy = tf.function(
+            lambda inputs: self._translate(inputs, 1),
+            input_signature=[spec],
+        )
+
+    def encode(self, inputs):
+        """Source ids `(B, S)`, 0-padded, each ending with the end id."""
+        limit = self.model.max_sequence_length
+        pieces = self.tokenizer.tokenize(text.clean_utf8(inputs))
+        pieces = pieces[:, : limit - 1]
+        ends = tf.fill([tf.shape(inputs)[0], 1], translation.END_ID)
+        ids = tf.concat([pieces, tf.RaggedTensor.from_tensor(ends)], axis=1)
+        return ids.to_tensor(default_value=translation.PAD_ID), pieces
+
+    def _search(self, ids, beams):
+        width = tf.shape(ids)[1]
+        branch = tf.reduce_sum(
+            tf.cast(tf.constant(self.widths[:-1]) < width, tf.int32)
+        )
+
+        def padded_search(target):
+            def run():
+                padded = tf.pad(ids, [[0, 0], [0, target - width]])
+                padded = tf.ensure_shape(padded, [None, target])
+                return decoding.beam_search(
+                    self.model,
+                    padded,
+                    translation.START_ID,
+                    translation.END_ID,
+                    beam_size=beams,
+                    alpha=self.alpha,
+                    max_extra_length=self.max_extra_length,
+                    return_scores=True,
+                )
+
+            return run
+
+        branches = [padded_search(w) for w in self.widths]
+        tokens, scores = tf.switch_case(branch, branches)
+        return tokens, scores
+
+    def decode(self, tokens):
+        """Detokenizes `(B, L)` ids, each row cut at its end or padding."""
+        stop = tf.logical_or(
+            tf.equal(tokens, translation.END_ID),
+            tf.equal(tokens, translation.PAD_ID),
+        )
+        lengths = tf.where(
+            tf.reduce_any(stop, axis=1),
+            tf.argmax(tf.cast(stop, tf.int32), axis=1, output_type=tf.int32),
+            tf.shape(tokens)[1],
+        )
+        rows = tf.RaggedTensor.from_tensor(tokens, lengths=lengths)
+        return self.tokenizer.detokenize(rows)
+
+    def _translate(self, inputs, beams):
+        ids, pieces = self.encode(inputs)
+        tokens, scores = self._search(ids, beams)
+        outputs = self.decode(tokens)
+        empty = tf.equal(pieces.row_lengths(), 0)
+        outputs = tf.where(empty, tf.constant(""), outputs)
+        scores = tf.where(empty, 0.0, tf.cast(scores, tf.float32))
+        return {"outputs": outputs, "scores": scores}
+
+
+def export_translator(
+    run_dir_or_model,
+    export_dir,
+    tokenizer=None,
+    version=1,
+    beam_size=4,
+    alpha=0.6,
+    max_extra_length=50,
+):
+    """Writes a translation SavedModel to `export_dir/<version>/`.
+
+    Args:
+        run_dir_or_model: a run folder of `applications/translation/
+            train.py` (`model.keras`, `tokenizer.model`), or a
+            `keras_attention.models.Transformer`.
+        export_dir: folder of versions, as TensorFlow Serving's
+            `--model_base_path` expects.
+        tokenizer: with a model: its SentencePiece model, as a
+            `keras_hub.tokenizers.SentencePieceTokenizer`, the model bytes
+            or a file path. Ignored with a run folder.
+        version: int. Version folder to write. Defaults to `1`.
+        beam_size: int. Beams of `serving_default`. Defaults to `4`.
+        alpha: float. Length penalty exponent. Defaults to `0.6`.
+        max_extra_length: int. A translation ends after `source length +
+            max_extra_length` subwords. Defaults to `50`.
+
+    Returns:
+        The path of the version folder.
+    """
+    check_positive_int("beam_size", beam_size)
+    check_positive_int("max_extra_length", max_extra_length)
+    path = archive.version_path(export_dir, version)
+    options = dict(
+        version=version,
+        beam_size=beam_size,
+        alpha=alpha,
+        max_extra_length=max_extra_length,
+    )
+    if isinstance(run_dir_or_model, (str, os.PathLike)):
+        run_dir = os.fspath(run_dir_or_model)
+        if archive.needs_tensorflow_process():
+            return archive.export_in_tensorflow(
+                "export_translator", run_dir, export_dir, options
+            )
+        model = archive.load_run_model(run_dir)
+        proto = _read_proto(os.path.join(run_dir, translation.TOKENIZER_FILE))
+    else:
+        model = run_dir_or_model
+        proto = _proto_bytes(tokenizer)
+        if archive.needs_tensorflow_process():
+            with archive.temporary_run_dir() as run_dir:
+                model.save(os.path.join(run_dir, archive.MODEL_FILE))
+                tokenizer_path = os.path.join(
+                    run_dir, translation.TOKENIZER_FILE
+                )
+                with open(tokenizer_path, "wb") as f:
+                    f.write(proto)
+                return archive.export_in_tensorflow(
+                    "export_translator", run_dir, export_dir, options
+                )
+    _check_vocabulary_size(model, proto)
+    module = TranslatorModule(model, proto, beam_size, alpha, max_extra_length)
+    tf.saved_model.save(
+        module,
+        path,
+        signatures={
+            "serving_default": module.serving_default,
+            "greedy": module.greedy,
+        },
+    )
+    return path
+
+
+def _read_proto(path):
+    if not os.path.isfile(path):
+        raise ValueError(
+            f"No SentencePiece model at '{path}'. Received: tokenizer path "
+            f"{path!r}"
+        )
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _proto_bytes(tokenizer):
+    if tokenizer is None:
+        raise ValueError(
+            "Exporting a model object needs its tokenizer (a keras-hub "
+            "SentencePieceTokenizer, model bytes or a file path). Received: "
+            "tokenizer=None"
+        )
+    if isinstance(tokenizer, bytes):
+        return tokenizer
+    if isinstance(tokenizer, (str, os.PathLike)):
+        return _read_proto(os.fspath(tokenizer))
+    proto = getattr(tokenizer, "proto", None)
+    if isinstance(proto, bytes):
+        return proto
+    raise ValueError(
+        "Argument `tokenizer` must be a SentencePieceTokenizer, bytes or a "
+        f"path. Received: tokenizer={tokenizer!r}"
+    )
+
+
+def _check_vocabulary_size(model, proto):
+    size = int(tf_text.SentencepieceTokenizer(model=proto).vocab_size().numpy())
+    if size != model.vocabulary_size:
+        raise ValueError(
+            f"The tokenizer has {size} subwords but the model expects "
+            f"vocabulary_size={model.vocabulary_size}: they were not "
+            f"trained together. Received: tokenizer with {size} subwords"
+        )
