@@ -3,7 +3,9 @@
 import keras
 from keras import ops
 
+from keras_attention.utils.validation import check_dims
 from keras_attention.utils.validation import check_rate
+from keras_attention.utils.validation import static_shape
 
 __all__ = [
     "LabelSmoothedSparseCategoricalCrossentropy",
@@ -78,6 +80,15 @@ class LabelSmoothedSparseCategoricalCrossentropy(keras.losses.Loss):
         self.from_logits = from_logits
 
     def call(self, y_true, y_pred):
+        logits_shape = static_shape(y_pred)
+        if logits_shape is not None:
+            check_dims(
+                "y_true",
+                static_shape(y_true),
+                logits_shape[:-1],
+                f"{logits_shape[:-1]} (the logits' shape without the last "
+                "axis)",
+            )
         return label_smoothed_cross_entropy(
             y_true, y_pred, self.epsilon, self.ignore_index, rescale=True
         )

@@ -8,6 +8,7 @@ from keras_attention.ops.multi_dimensional import directional_mask
 from keras_attention.ops.multi_dimensional import multi_dimensional_attention
 from keras_attention.utils.masks import drop_keras_masks
 from keras_attention.utils.validation import check_choice
+from keras_attention.utils.validation import check_mask
 from keras_attention.utils.validation import check_positive_int
 from keras_attention.utils.validation import check_rank
 from keras_attention.utils.validation import static_shape
@@ -134,6 +135,7 @@ class DirectionalSelfAttention(keras.layers.Layer):
                 "the size the layer was built with. Received: inputs with "
                 f"shape {shape}"
             )
+        check_mask("mask", mask, shape[0], shape[1])
         drop_keras_masks(inputs)
         length = ops.shape(inputs)[1]
         # (1, T, T) direction AND (B, T, T) padding.

@@ -112,6 +112,16 @@ def _check_same_features(inputs_shape, context_shape):
             "last dimension. Received: inputs with shape "
             f"{tuple(inputs_shape)}, context with shape {tuple(context_shape)}"
         )
+    # Batch and length too: the gate concatenates the two along features.
+    if any(
+        a is not None and b is not None and a != b
+        for a, b in zip(inputs_shape[:-1], context_shape[:-1])
+    ):
+        raise ValueError(
+            "Arguments `inputs` and `context` must have the same shape. "
+            f"Received: inputs with shape {tuple(inputs_shape)}, context "
+            f"with shape {tuple(context_shape)}"
+        )
 
 
 def _clone(initializer):

@@ -6,6 +6,7 @@ from keras_attention.layers._feed_forward import build_feed_forward
 from keras_attention.ops import masked_softmax
 from keras_attention.ops import pairwise_mask
 from keras_attention.utils.masks import drop_keras_masks
+from keras_attention.utils.validation import check_mask
 from keras_attention.utils.validation import check_positive_int
 from keras_attention.utils.validation import check_rank
 from keras_attention.utils.validation import check_rate
@@ -147,7 +148,9 @@ class IntraSentenceAttention(keras.layers.Layer):
     def call(
         self, inputs, mask=None, return_attention_scores=False, training=None
     ):
-        check_rank("inputs", static_shape(inputs), 3)
+        shape = static_shape(inputs)
+        check_rank("inputs", shape, 3)
+        check_mask("mask", mask, shape[0], shape[1])
         drop_keras_masks(inputs)
         inputs = ops.cast(inputs, self.compute_dtype)
         f = apply_feed_forward(

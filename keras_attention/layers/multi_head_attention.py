@@ -8,6 +8,7 @@ from keras_attention.ops import pairwise_mask
 from keras_attention.ops import scaled_dot_product_attention
 from keras_attention.utils.masks import drop_keras_masks
 from keras_attention.utils.validation import check_dims
+from keras_attention.utils.validation import check_mask
 from keras_attention.utils.validation import check_positive_int
 from keras_attention.utils.validation import check_rank
 from keras_attention.utils.validation import check_rate
@@ -311,6 +312,7 @@ class MultiHeadAttention(keras.layers.Layer):
     ):
         key = value if key is None else key
         self._check_inputs(query, value, key, cache, attention_mask)
+        self._check_masks(query, key, cache, query_mask, value_mask, key_mask)
         # Keras already passed the inputs' masks in as *_mask arguments.
         drop_keras_masks(query, value, key)
 
@@ -450,6 +452,17 @@ class MultiHeadAttention(keras.layers.Layer):
                 (None, 2, None, self.num_heads, self.key_dim),
                 f"(batch, 2, length, {self.num_heads}, {self.key_dim})",
             )
+
+    def _check_masks(self, query, key, cache, query_mask, value_mask, key_mask):
+        query_shape = static_shape(query)
+        check_mask("query_mask", query_mask, *query_shape[:2], "query")
+        if cache is None:
+            key_shape, source = static_shape(key)[:2], "key"
+        else:
+            cache_shape = static_shape(cache)
+            key_shape, source = (cache_shape[0], cache_shape[2]), "cache"
+        check_mask("value_mask", value_mask, *key_shape, source)
+        check_mask("key_mask", key_mask, *key_shape, source)
 
     def compute_output_spec(
         self,

@@ -15,6 +15,7 @@ from keras_attention.ops.multi_dimensional import directional_mask
 from keras_attention.ops.multi_dimensional import multi_dimensional_attention
 from keras_attention.utils.masks import drop_keras_masks
 from keras_attention.utils.validation import check_choice
+from keras_attention.utils.validation import check_mask
 from keras_attention.utils.validation import check_positive_int
 from keras_attention.utils.validation import check_rank
 from keras_attention.utils.validation import static_shape
@@ -213,6 +214,7 @@ class ReinforcedSelfAttention(keras.layers.Layer):
                 f"Received: block_size={self.block_size}, "
                 "return_attention_scores=True"
             )
+        check_mask("mask", mask, shape[0], shape[1])
         drop_keras_masks(inputs)
         length = ops.shape(inputs)[1]
         if mask is None:

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_attention.utils.masks import drop_keras_masks
+from keras_attention.utils.validation import check_mask
 from keras_attention.utils.validation import check_positive_int
 from keras_attention.utils.validation import check_rank
 from keras_attention.utils.validation import static_shape
@@ -131,7 +132,9 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
     def call(
         self, inputs, mask=None, training=None, return_probabilities=False
     ):
-        check_rank("inputs", static_shape(inputs), 3)
+        shape = static_shape(inputs)
+        check_rank("inputs", shape, 3)
+        check_mask("mask", mask, shape[0], shape[1])
         drop_keras_masks(inputs)
         if mask is None:
             real = ops.ones(ops.shape(inputs)[:2], "bool")

@@ -3,6 +3,7 @@ from keras import ops
 
 from keras_attention.ops import masked_softmax
 from keras_attention.utils.masks import drop_keras_masks
+from keras_attention.utils.validation import check_mask
 from keras_attention.utils.validation import check_rank
 from keras_attention.utils.validation import static_shape
 
@@ -106,7 +107,9 @@ class Source2TokenAttention(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs, mask=None):
-        check_rank("inputs", static_shape(inputs), 3)
+        shape = static_shape(inputs)
+        check_rank("inputs", shape, 3)
+        check_mask("mask", mask, shape[0], shape[1])
         drop_keras_masks(inputs)
         logits = self.score_dense(self.hidden_dense(inputs))  # (B, T, F)
         if mask is not None:

@@ -7,6 +7,7 @@ from keras_attention.layers.transformer_encoder_block import (
 from keras_attention.layers.transformer_encoder_block import _head_width
 from keras_attention.layers.transformer_encoder_block import clone_initializer
 from keras_attention.layers.transformer_encoder_block import sublayer_seed
+from keras_attention.utils.validation import check_mask
 from keras_attention.utils.validation import check_rank
 from keras_attention.utils.validation import static_shape
 
@@ -176,6 +177,23 @@ class TransformerDecoderBlock(TransformerBlockBase):
                 "position of the first token of `inputs`. Received: "
                 "cache_update_index=None"
             )
+        shape = static_shape(inputs)
+        if self_attention_cache is None:
+            check_mask("padding_mask", padding_mask, shape[0], shape[1])
+        memory_shape = static_shape(encoder_outputs)
+        if cross_attention_cache is not None:
+            cache_shape = static_shape(cross_attention_cache)
+            memory_shape = (cache_shape[0], cache_shape[2])
+            memory_name = "cross_attention_cache"
+        else:
+            memory_name = "encoder_outputs"
+        check_mask(
+            "encoder_padding_mask",
+            encoder_padding_mask,
+            memory_shape[0],
+            memory_shape[1],
+            memory_name,
+        )
         scores = ()
 
         # Causal self-attention, optionally over the cached prefix.

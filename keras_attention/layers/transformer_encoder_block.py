@@ -1,6 +1,7 @@
 import keras
 
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
+from keras_attention.utils.validation import check_mask
 from keras_attention.utils.validation import check_positive_int
 from keras_attention.utils.validation import check_rank
 from keras_attention.utils.validation import check_rate
@@ -242,7 +243,9 @@ class TransformerEncoderBlock(TransformerBlockBase):
         return_attention_scores=False,
         training=None,
     ):
-        check_rank("inputs", static_shape(inputs), 3)
+        shape = static_shape(inputs)
+        check_rank("inputs", shape, 3)
+        check_mask("padding_mask", padding_mask, shape[0], shape[1])
         x = inputs
         residual = x
         if self.norm_first:

@@ -8,6 +8,8 @@ float16 and bfloat16.
 import ml_dtypes
 from keras import ops
 
+from keras_attention.utils.validation import static_shape
+
 
 def large_negative(dtype):
     """The most negative finite value of a floating `dtype`.
@@ -52,10 +54,26 @@ def masked_softmax(logits, mask=None, axis=-1):
     logits = ops.cast(logits, compute_dtype)
     if mask is None:
         return ops.cast(ops.softmax(logits, axis=axis), dtype)
+    _check_broadcastable(mask, logits)
     mask = ops.cast(mask, "bool")
     logits = ops.where(mask, logits, large_negative(compute_dtype))
     weights = ops.where(mask, ops.softmax(logits, axis=axis), 0.0)
     return ops.cast(weights, dtype)
+
+
+def _check_broadcastable(mask, logits):
+    mask_shape, shape = static_shape(mask), static_shape(logits)
+    if mask_shape is None or shape is None:
+        return
+    fits = len(mask_shape) <= len(shape) and all(
+        m in (1, None) or s in (None, m)
+        for m, s in zip(reversed(mask_shape), reversed(shape))
+    )
+    if not fits:
+        raise ValueError(
+            "Argument `mask` must be broadcastable to the shape of `logits`, "
+            f"{shape}. Received: mask with shape {mask_shape}"
+        )
 
 
 def causal_mask(query_length, key_length=None, offset=0):

@@ -66,6 +66,27 @@ def check_dims(name, shape, expected, what):
         )
 
 
+def check_mask(name, mask, batch, length, inputs_name="inputs"):
+    """Checks a per-token mask `(B, T)` against its inputs' batch and length.
+
+    `batch` and `length` come from the inputs' static shape (`None` when
+    unknown). A mask batch of 1 broadcasts and is accepted.
+    """
+    shape = static_shape(mask)
+    if shape is None:
+        return
+    mismatch = len(shape) != 2 or any(
+        e is not None and s is not None and s != e and (i, s) != (0, 1)
+        for i, (s, e) in enumerate(zip(shape, (batch, length)))
+    )
+    if mismatch:
+        raise ValueError(
+            f"Argument `{name}` must have shape (batch, length) = "
+            f"({batch}, {length}), matching `{inputs_name}`. "
+            f"Received: {name} with shape {shape}"
+        )
+
+
 def static_shape(x):
     """The static shape of a tensor as a tuple, or `None` if not a tensor.
 
