@@ -131,8 +131,47 @@ def get_strategy(name="auto"):
                 strategy = tf.distribute.MirroredStrategy()
             else:
                 strategy = tf.distribute.MultiWorkerMirroredStrategy()
+                _patch_multi_worker_reduce(strategy)
         _STRATEGIES[name] = strategy
     return _STRATEGIES[name]
+
+
+def _patch_multi_worker_reduce(strategy):
+    """Lets Keras's `fit` run under `MultiWorkerMirroredStrategy`.
+
+    Keras 3 (3.15) calls `strategy.reduce` twice in ways this strategy
+    cannot serve:
+
+    - Before the first step it reduces the whole first input batch (a dict
+      of per-replica tensors) with `reduce("MEAN", batch)`, only to read
+      its shapes and dtypes for building the model's state. The strategy
+      cannot reduce a dict, and batches of different shapes on different
+      workers (length buckets) cannot be averaged at all
+      (keras-team/keras#20329). For a nested structure, this reduce returns
+      the first local replica's values, which carry the shapes and dtypes
+      the build needs.
+    - After each step it averages the logged metrics with
+      `reduce("MEAN", value, axis=0)`, which fails for scalars. For a
+      scalar, this reduce averages over the replicas (`axis=None`), the
+      mean that was meant.
+
+    Every other call is passed on unchanged.
+    """
+    import tensorflow as tf
+
+    reduce = strategy.reduce
+
+    def local(value):
+        return strategy.experimental_local_results(value)[0]
+
+    def patched_reduce(reduce_op, value, axis=None):
+        if isinstance(value, (dict, list, tuple)):
+            return tf.nest.map_structure(local, value)
+        if axis is not None and local(value).shape.rank == 0:
+            axis = None
+        return reduce(reduce_op, value, axis=axis)
+
+    strategy.reduce = patched_reduce
 
 
 def strategy_scope(name="auto"):
@@ -160,7 +199,7 @@ def strategy_scope(name="auto"):
     strategy = get_strategy(name)
     if strategy is None:
         return contextlib.nullcontext()
-    if isinstance(strategy, keras.distribution.Distribution):
+    if isinstance(strategy, keras.distribution.DataParallel):
         keras.distribution.set_distribution(strategy)
     description = describe(strategy)
     print(f"Distribution: {description}")
@@ -171,7 +210,7 @@ def describe(strategy):
     """One line naming the strategy and its devices (for logs)."""
     if strategy is None:
         return "one device"
-    if isinstance(strategy, keras.distribution.Distribution):
+    if isinstance(strategy, keras.distribution.DataParallel):
         devices = strategy.device_mesh.devices.reshape(-1)
         return f"DataParallel over {len(devices)} devices"
     kind = type(strategy).__name__

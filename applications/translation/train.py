@@ -12,6 +12,12 @@ Usage:
     python applications/translation/train.py --demo    # a few CPU minutes
     python applications/translation/train.py --smoke   # synthetic copy task
 
+Several devices, mixed precision and XLA: `--strategy
+none|mirrored|multi_worker|data_parallel` (default `auto`: MirroredStrategy
+with several GPUs on tensorflow, DataParallel with several devices on jax),
+`--mixed-precision none|float16|bfloat16`, `--jit-compile auto|true|false`;
+see docs/distributed_training.md.
+
 Set the backend with KERAS_BACKEND (tensorflow, jax or torch). The output
 directory receives `model.keras`, `tokenizer.model`, `training.json`,
 `metrics.json`, per-epoch weight checkpoints, TensorBoard logs and a
@@ -20,7 +26,6 @@ epoch).
 """
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import os
@@ -33,6 +38,7 @@ import numpy as np
 from keras_attention import callbacks
 from keras_attention import data
 from keras_attention import decoding
+from keras_attention import distribute
 from keras_attention import losses
 from keras_attention import metrics
 from keras_attention import schedules
@@ -61,7 +67,9 @@ class Config:
     eval_limit: int = None
     data_dir: str = None
     output_dir: str = "runs/translation"
-    strategy: str = "auto"
+    strategy: str = "auto"  # see keras_attention.distribute.STRATEGIES
+    mixed_precision: str = "none"  # "none", "float16" or "bfloat16"
+    jit_compile: str = "auto"  # "auto", "true" or "false"
     seed: int = 0
 
 
@@ -108,25 +116,6 @@ def parse_args(argv=None):
     return Config(**values), args
 
 
-def strategy_scope(name):
-    """MirroredStrategy on several GPUs (tensorflow), else no strategy."""
-    if name not in ("auto", "mirrored", "none"):
-        raise ValueError(
-            "Argument `--strategy` must be auto, mirrored or none. "
-            f"Received: strategy={name!r}"
-        )
-    if keras.backend.backend() != "tensorflow" or name == "none":
-        return contextlib.nullcontext()
-    import tensorflow as tf
-
-    gpus = tf.config.list_logical_devices("GPU")
-    if name == "mirrored" or len(gpus) > 1:
-        strategy = tf.distribute.MirroredStrategy()
-        print(f"MirroredStrategy over {strategy.num_replicas_in_sync} devices")
-        return strategy.scope()
-    return contextlib.nullcontext()
-
-
 def compile_model(model, config):
     optimizer = keras.optimizers.Adam(
         schedules.NoamSchedule(
@@ -139,11 +128,12 @@ def compile_model(model, config):
         epsilon=1e-9,
     )
     model.compile(
-        optimizer=optimizer,
+        optimizer=distribute.loss_scaled(optimizer),
         loss=losses.LabelSmoothedSparseCategoricalCrossentropy(
             epsilon=config.label_smoothing
         ),
         metrics=[metrics.MaskedAccuracy(), metrics.Perplexity()],
+        jit_compile=distribute.jit_compile(config.jit_compile),
     )
 
 
@@ -170,9 +160,15 @@ def copy_task(count, rng, symbols=16, min_length=3, max_length=8):
     return rows
 
 
-def run_smoke(config, steps=None):
-    """Trains on copying random sequences; reports exact-match accuracy."""
+def run_smoke(config, steps=None, scope=None):
+    """Trains on copying random sequences; reports exact-match accuracy.
+
+    Writes `model.keras` and `metrics.json` to `config.output_dir`.
+    """
     steps = steps or 600
+    scope = scope or distribute.strategy_scope(config.strategy)
+    # Workers other than the chief write to a temporary folder.
+    config.output_dir = distribute.worker_path(config.output_dir)
     keras.utils.set_random_seed(config.seed)
     rng = np.random.default_rng(config.seed)
     train = copy_task(4000, rng)
@@ -180,20 +176,21 @@ def run_smoke(config, steps=None):
     dataset, tokens = translation.make_dataset(
         train, train, tokens_per_batch=512, max_length=16, seed=config.seed
     )
-    model = Transformer(
-        vocabulary_size=20,
-        num_layers=2,
-        hidden_dim=64,
-        num_heads=4,
-        intermediate_dim=128,
-        dropout=0.0,
-        max_sequence_length=16,
-        seed=config.seed,
-    )
     config.warmup_steps = 100
     config.learning_rate_scale = 0.5
     config.label_smoothing = 0.0
-    compile_model(model, config)
+    with scope:
+        model = Transformer(
+            vocabulary_size=20,
+            num_layers=2,
+            hidden_dim=64,
+            num_heads=4,
+            intermediate_dim=128,
+            dropout=0.0,
+            max_sequence_length=16,
+            seed=config.seed,
+        )
+        compile_model(model, config)
     start = time.monotonic()
     model.fit(
         dataset.repeat(),
@@ -222,6 +219,7 @@ def run_smoke(config, steps=None):
         f"({keras.backend.backend()})"
     )
     os.makedirs(config.output_dir, exist_ok=True)
+    model.save(os.path.join(config.output_dir, "model.keras"))
     result = {
         "task": "copy",
         "exact_match": exact,
@@ -229,6 +227,8 @@ def run_smoke(config, steps=None):
         "training_time_s": round(seconds, 1),
         "parameter_count": int(model.count_params()),
         "backend": keras.backend.backend(),
+        "replicas": distribute.num_replicas(),
+        "dtype_policy": keras.config.dtype_policy().name,
     }
     with open(os.path.join(config.output_dir, "metrics.json"), "w") as f:
         json.dump(result, f, indent=2)
@@ -247,8 +247,11 @@ def data_available(data_dir):
         return str(error).split(". ")[0]
 
 
-def run_multi30k(config):
+def run_multi30k(config, scope=None):
+    scope = scope or distribute.strategy_scope(config.strategy)
     keras.utils.set_random_seed(config.seed)
+    # Workers other than the chief write to a temporary folder.
+    config.output_dir = distribute.worker_path(config.output_dir)
     os.makedirs(config.output_dir, exist_ok=True)
     train_en, train_de = data.load_multi30k("train", data_dir=config.data_dir)
     tokenizer_path = os.path.join(config.output_dir, translation.TOKENIZER_FILE)
@@ -276,7 +279,7 @@ def run_multi30k(config):
     overrides = {"max_sequence_length": 256, "seed": config.seed}
     if config.dropout is not None:
         overrides["dropout"] = config.dropout
-    with strategy_scope(config.strategy):
+    with scope:
         model = Transformer.from_preset(
             config.preset, tokenizer.vocabulary_size(), **overrides
         )
@@ -363,8 +366,12 @@ def run_multi30k(config):
 
 def main(argv=None):
     config, args = parse_args(argv)
+    # The strategy first: a multi-worker strategy must exist before
+    # TensorFlow runs any operation.
+    scope = distribute.strategy_scope(config.strategy)
+    distribute.set_mixed_precision(config.mixed_precision)
     if args.smoke:
-        return run_smoke(config, args.smoke_steps)
+        return run_smoke(config, args.smoke_steps, scope)
     available = data_available(config.data_dir)
     if available is not True:
         if not args.demo:
@@ -373,8 +380,8 @@ def main(argv=None):
             "No Multi30k data (no --data-dir, no $KERAS_ATTENTION_DATA, no "
             "network): running the synthetic copy task instead."
         )
-        return run_smoke(config)
-    return run_multi30k(config)
+        return run_smoke(config, scope=scope)
+    return run_multi30k(config, scope)
 
 
 if __name__ == "__main__":
