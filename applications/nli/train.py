@@ -16,6 +16,10 @@ accuracy, training time, trainable parameters, training pairs per second,
 backend, model, dataset) and, during training, `checkpoint.weights.h5` and a
 `backup/` folder for resuming an interrupted run. `--smoke` trains one
 epoch on a few dozen pairs, to check the pipeline in seconds.
+
+Several devices, mixed precision and XLA: `--strategy`, `--mixed-precision`
+and `--jit-compile`, as in the translation application (see
+docs/distributed_training.md).
 """
 
 import argparse
@@ -29,6 +33,7 @@ import keras
 import numpy as np
 
 from keras_attention import data
+from keras_attention import distribute
 from keras_attention import models
 
 
@@ -48,6 +53,9 @@ class Config:
     output_dir: str = "runs/nli"
     seed: int = 1337
     smoke: bool = False  # a few dozen pairs, one epoch
+    strategy: str = "auto"  # see keras_attention.distribute.STRATEGIES
+    mixed_precision: str = "none"  # "none", "float16" or "bfloat16"
+    jit_compile: str = "auto"  # "auto", "true" or "false"
     verbose: int = 1  # Keras progress bar: 0 silent, 1 bar, 2 one line
 
 
@@ -228,23 +236,17 @@ def make_optimizer(config):
     return keras.optimizers.Adam(learning_rate=rate)
 
 
-def distribution_scope():
-    """A MirroredStrategy scope on TensorFlow with several GPUs."""
-    if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
-
-        if len(tf.config.list_physical_devices("GPU")) > 1:
-            return tf.distribute.MirroredStrategy().scope()
-    import contextlib
-
-    return contextlib.nullcontext()
-
-
 def trainable_parameters(model):
     return int(sum(np.prod(w.shape) for w in model.trainable_weights))
 
 
 def train(config):
+    # The strategy first: a multi-worker strategy must exist before
+    # TensorFlow runs any operation.
+    scope = distribute.strategy_scope(config.strategy)
+    distribute.set_mixed_precision(config.mixed_precision)
+    # Workers other than the chief write to a temporary folder.
+    config.output_dir = distribute.worker_path(config.output_dir)
     os.makedirs(config.output_dir, exist_ok=True)
     keras.utils.set_random_seed(config.seed)
     arrays, vocabulary, matrix, info = prepare_data(config)
@@ -258,16 +260,17 @@ def train(config):
     with open(os.path.join(config.output_dir, "config.json"), "w") as f:
         json.dump(dataclasses.asdict(config), f, indent=2)
 
-    with distribution_scope():
+    with scope:
         model = MODEL_BUILDERS[config.model](
             vocabulary_size=len(vocabulary),
             embeddings=matrix,
             **model_kwargs(config),
         )
         model.compile(
-            optimizer=make_optimizer(config),
+            optimizer=distribute.loss_scaled(make_optimizer(config)),
             loss="sparse_categorical_crossentropy",
             metrics=["accuracy"],
+            jit_compile=distribute.jit_compile(config.jit_compile),
         )
     parameters = trainable_parameters(model)
     print(f"{model.name}: {parameters:,} trainable parameters")
@@ -358,6 +361,7 @@ def parse_args(argv=None):
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--verbose", type=int, default=defaults.verbose)
+    distribute.add_arguments(parser)
     args = parser.parse_args(argv)
     if args.intra and args.model != "decomposable":
         parser.error(

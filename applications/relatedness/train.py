@@ -18,10 +18,13 @@ Spearman and MSE, the same on dev, training time, trainable parameters,
 backend, selection rate) and, during training, `checkpoint.keras` and a
 `backup/` folder for resuming. `--smoke` trains one epoch on a few dozen
 pairs, to check the pipeline in seconds.
+
+Several devices, mixed precision and XLA: `--strategy`, `--mixed-precision`
+and `--jit-compile`, as in the translation application (see
+docs/distributed_training.md).
 """
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import os
@@ -33,6 +36,7 @@ import numpy as np
 from scipy import stats
 
 from keras_attention import data
+from keras_attention import distribute
 from keras_attention import models
 
 
@@ -53,6 +57,9 @@ class Config:
     output_dir: str = "runs/relatedness"
     seed: int = 1337
     smoke: bool = False  # a few dozen pairs, one epoch
+    strategy: str = "auto"  # see keras_attention.distribute.STRATEGIES
+    mixed_precision: str = "none"  # "none", "float16" or "bfloat16"
+    jit_compile: str = "auto"  # "auto", "true" or "false"
     verbose: int = 1  # Keras progress bar: 0 silent, 1 bar, 2 one line
 
 
@@ -182,17 +189,13 @@ class DevCorrelation(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
-def distribution_scope():
-    """A MirroredStrategy scope on TensorFlow with several GPUs."""
-    if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
-
-        if len(tf.config.list_physical_devices("GPU")) > 1:
-            return tf.distribute.MirroredStrategy().scope()
-    return contextlib.nullcontext()
-
-
 def train(config):
+    # The strategy first: a multi-worker strategy must exist before
+    # TensorFlow runs any operation.
+    scope = distribute.strategy_scope(config.strategy)
+    distribute.set_mixed_precision(config.mixed_precision)
+    # Workers other than the chief write to a temporary folder.
+    config.output_dir = distribute.worker_path(config.output_dir)
     os.makedirs(config.output_dir, exist_ok=True)
     keras.utils.set_random_seed(config.seed)
     arrays, vocabulary, matrix, info = prepare_data(config)
@@ -205,7 +208,7 @@ def train(config):
     with open(os.path.join(config.output_dir, "config.json"), "w") as f:
         json.dump(dataclasses.asdict(config), f, indent=2)
 
-    with distribution_scope():
+    with scope:
         model = MODEL_BUILDERS[config.model](
             vocabulary_size=len(vocabulary),
             embeddings=matrix,
@@ -217,8 +220,11 @@ def train(config):
             seed=config.seed,
         )
         model.compile(
-            optimizer=keras.optimizers.Adam(config.learning_rate),
+            optimizer=distribute.loss_scaled(
+                keras.optimizers.Adam(config.learning_rate)
+            ),
             loss=keras.losses.KLDivergence(),
+            jit_compile=distribute.jit_compile(config.jit_compile),
         )
     parameters = int(sum(np.prod(w.shape) for w in model.trainable_weights))
     print(f"{model.name}: {parameters:,} trainable parameters")
@@ -304,6 +310,7 @@ def parse_args(argv=None):
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--verbose", type=int, default=defaults.verbose)
+    distribute.add_arguments(parser)
     args = parser.parse_args(argv)
     return Config(**{k.replace("-", "_"): v for k, v in vars(args).items()})
 
