@@ -19,6 +19,7 @@ exported graph.
 """
 
 from keras_attention.export.inspection import graph_op_names
+from keras_attention.export.inspection import nonstandard_op_names
 from keras_attention.export.inspection import signature_summary
 from keras_attention.export.pair_models import export_classifier
 from keras_attention.export.pair_models import export_regressor
@@ -29,5 +30,6 @@ __all__ = [
     "export_regressor",
     "export_translator",
     "graph_op_names",
+    "nonstandard_op_names",
     "signature_summary",
 ]

@@ -44,3 +44,30 @@ def _meta_graph(path):
     with open(os.path.join(path, "saved_model.pb"), "rb") as f:
         proto.ParseFromString(f.read())
     return proto.meta_graphs[0]
+
+
+def tensorflow_text_op_names():
+    """The op types that TensorFlow Text's kernel libraries register."""
+    import glob
+
+    import tensorflow_text
+    from tensorflow.core.framework import op_def_pb2
+    from tensorflow.python.client import pywrap_tf_session
+
+    folder = os.path.dirname(tensorflow_text.__file__)
+    names = set()
+    for library in glob.glob(os.path.join(folder, "python", "ops", "*.so")):
+        # Loading again returns the handle of the already loaded library.
+        handle = pywrap_tf_session.TF_LoadLibrary(library)
+        ops = op_def_pb2.OpList()
+        ops.ParseFromString(pywrap_tf_session.TF_GetOpList(handle))
+        names.update(op.name for op in ops.op)
+    return names
+
+
+def nonstandard_op_names(path):
+    """Ops of the graph that are neither core TensorFlow (`tf.raw_ops`) nor
+    TensorFlow Text; an empty list means TF Serving with the TF Text ops
+    can run the graph."""
+    standard = set(dir(tf.raw_ops)) | tensorflow_text_op_names()
+    return [name for name in graph_op_names(path) if name not in standard]

@@ -24,10 +24,18 @@ Serving rules, row by row (one row never changes another's result):
 
 Sources are padded to the next of a few fixed widths (8, 16, 32, ... up to
 `max_sequence_length`); the search is traced once per width.
+
+Keras's tensorflow backend writes `keras.ops.slice_update` (decoder caches,
+decoded tokens) as the XLA op `XlaDynamicUpdateSlice`, which is not a core
+TensorFlow op (`tf.raw_ops`) and runs only where TensorFlow has XLA. While
+the exporter traces the graph it swaps in `slice_update_without_xla`
+(pad and select, core ops only), so TF Serving needs no XLA.
 """
 
+import contextlib
 import os
 
+import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -45,6 +53,32 @@ def bucket_widths(max_sequence_length, smallest=8):
         widths.append(width)
         width *= 2
     return widths + [max_sequence_length]
+
+
+def slice_update_without_xla(inputs, start_indices, updates):
+    """`keras.ops.slice_update` with core TensorFlow ops only.
+
+    The update is padded to the shape of `inputs` and selected where it
+    lies. Start indices must keep the update inside `inputs`.
+    """
+    inputs = tf.convert_to_tensor(inputs)
+    updates = tf.cast(updates, inputs.dtype)
+    start = tf.stack([tf.cast(i, tf.int32) for i in start_indices])
+    end = tf.shape(inputs) - tf.shape(updates) - start
+    paddings = tf.stack([start, end], axis=1)  # (rank, 2)
+    inside = tf.pad(tf.ones_like(updates, tf.bool), paddings)
+    return tf.where(inside, tf.pad(updates, paddings), inputs)
+
+
+@contextlib.contextmanager
+def core_slice_update():
+    """Traces `keras.ops.slice_update` as `slice_update_without_xla`."""
+    original = keras.ops.slice_update
+    keras.ops.slice_update = slice_update_without_xla
+    try:
+        yield
+    finally:
+        keras.ops.slice_update = original
 
 
 class TranslatorModule(tf.Module):
@@ -194,14 +228,15 @@ def export_translator(
                 )
     _check_vocabulary_size(model, proto)
     module = TranslatorModule(model, proto, beam_size, alpha, max_extra_length)
-    tf.saved_model.save(
-        module,
-        path,
-        signatures={
-            "serving_default": module.serving_default,
-            "greedy": module.greedy,
-        },
-    )
+    with core_slice_update():
+        tf.saved_model.save(
+            module,
+            path,
+            signatures={
+                "serving_default": module.serving_default,
+                "greedy": module.greedy,
+            },
+        )
     return path
 
 
