@@ -15,6 +15,13 @@ TUTORIALS = pathlib.Path(__file__).parents[1] / "tutorials"
 EVERY_BACKEND = {"attention_and_masks.py"}
 FIGURES = {
     "attention_and_masks.py": ["attention_weights.png"],
+    "translation.py": ["cross_attention.png"],
+    "resan.py": [
+        "resan_sentence_1.png",
+        "resan_sentence_2.png",
+        "resan_keep_probabilities.png",
+    ],
+    "decomposable_attention.py": ["alignment.png"],
     "positional_encoding.py": [
         "sinusoidal_encoding.png",
         "position_similarity.png",
