@@ -51,18 +51,22 @@ class PairModule(tf.Module):
 
     def __init__(self, model, vocabulary, max_length, input_names, head):
         super().__init__(name="pair_model")
-        self.model = model
+        self._model = archive.Untracked(model)
         self.model_variables = [v.value for v in model.variables]
         self.table = text.vocabulary_table(vocabulary)
         self.max_length = max_length
         self.input_names = tuple(input_names)
         self.head = head
-        first, second = self.input_names
+
+    def signatures(self):
+        """`{"serving_default": ...}`, a concrete function traced once."""
         specs = [
-            tf.TensorSpec([None], tf.string, name=first),
-            tf.TensorSpec([None], tf.string, name=second),
+            tf.TensorSpec([None], tf.string, name=n) for n in self.input_names
         ]
-        self.serving_default = tf.function(self._predict, input_signature=specs)
+        function = tf.function(
+            self._predict, input_signature=specs, autograph=False
+        )
+        return {"serving_default": function.get_concrete_function()}
 
     def token_ids(self, sentences):
         """Int32 ids `(B, T)`, at least one column, 0-padded."""
@@ -78,7 +82,7 @@ class PairModule(tf.Module):
             self.input_names[0]: self.token_ids(first),
             self.input_names[1]: self.token_ids(second),
         }
-        return self.head(self.model(inputs, training=False))
+        return self.head(self._model.value(inputs, training=False))
 
 
 def _classifier_head(labels):
@@ -202,9 +206,7 @@ def _export_pair(
                 )
     max_length = max_length or DEFAULT_MAX_LENGTH
     module = PairModule(model, vocabulary, max_length, input_names, head)
-    tf.saved_model.save(
-        module, path, signatures={"serving_default": module.serving_default}
-    )
+    tf.saved_model.save(module, path, signatures=module.signatures())
     return path
 
 

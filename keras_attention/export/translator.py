@@ -86,8 +86,10 @@ class TranslatorModule(tf.Module):
 
     def __init__(self, model, proto, beam_size, alpha, max_extra_length):
         super().__init__(name="translator")
-        self.model = model
-        # Tracked so that the SavedModel holds every weight.
+        # The weights are tracked as plain variables; the Keras model is
+        # kept out of tracking, or saving would serialize its own
+        # functions too (several times slower, and nothing uses them).
+        self._model = archive.Untracked(model)
         self.model_variables = [v.value for v in model.variables]
         self.tokenizer = tf_text.SentencepieceTokenizer(
             model=proto, out_type=tf.int32
@@ -96,19 +98,31 @@ class TranslatorModule(tf.Module):
         self.alpha = float(alpha)
         self.max_extra_length = max_extra_length
         self.widths = bucket_widths(model.max_sequence_length)
+
+    def signatures(self):
+        """`{"serving_default": beam search, "greedy": greedy search}`,
+        each a concrete function traced once.
+
+        They are not attributes of the module: saving traces a module's
+        `tf.function` attributes again.
+        """
         spec = tf.TensorSpec([None], tf.string, name="inputs")
-        self.serving_default = tf.function(
-            lambda inputs: self._translate(inputs, beam_size),
-            input_signature=[spec],
-        )
-        self.greedy = tf.function(
-            lambda inputs: self._translate(inputs, 1),
-            input_signature=[spec],
-        )
+        functions = {
+            "serving_default": lambda inputs: self._translate(
+                inputs, self.beam_size
+            ),
+            "greedy": lambda inputs: self._translate(inputs, 1),
+        }
+        return {
+            name: tf.function(
+                function, input_signature=[spec], autograph=False
+            ).get_concrete_function()
+            for name, function in functions.items()
+        }
 
     def encode(self, inputs):
         """Source ids `(B, S)`, 0-padded, each ending with the end id."""
-        limit = self.model.max_sequence_length
+        limit = self._model.value.max_sequence_length
         pieces = self.tokenizer.tokenize(text.clean_utf8(inputs))
         pieces = pieces[:, : limit - 1]
         ends = tf.fill([tf.shape(inputs)[0], 1], translation.END_ID)
@@ -126,7 +140,7 @@ class TranslatorModule(tf.Module):
                 padded = tf.pad(ids, [[0, 0], [0, target - width]])
                 padded = tf.ensure_shape(padded, [None, target])
                 return decoding.beam_search(
-                    self.model,
+                    self._model.value,
                     padded,
                     translation.START_ID,
                     translation.END_ID,
@@ -229,14 +243,7 @@ def export_translator(
     _check_vocabulary_size(model, proto)
     module = TranslatorModule(model, proto, beam_size, alpha, max_extra_length)
     with core_slice_update():
-        tf.saved_model.save(
-            module,
-            path,
-            signatures={
-                "serving_default": module.serving_default,
-                "greedy": module.greedy,
-            },
-        )
+        tf.saved_model.save(module, path, signatures=module.signatures())
     return path
 
 
