@@ -132,7 +132,7 @@ class TranslatorModule(tf.Module):
     def _search(self, ids, beams):
         width = tf.shape(ids)[1]
         branch = tf.reduce_sum(
-            tf.cast(tf.constant(self.widths[:-1]) < width, tf.int32)
+            tf.cast(tf.constant(self.widths[:-1], tf.int32) < width, tf.int32)
         )
 
         def padded_search(target):

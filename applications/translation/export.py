@@ -1,0 +1,44 @@
+"""Exports a trained translator as a SavedModel for TensorFlow Serving.
+
+Usage:
+    python applications/translation/export.py --run-dir runs/translation \
+        --export-dir exports/translator [--version 1] [--beam-size 4] \
+        [--alpha 0.6] [--max-extra-length 50]
+
+Reads `model.keras` and `tokenizer.model` from the run folder (written by
+`train.py` on any backend) and writes `EXPORT_DIR/VERSION/`: raw sentences
+in (`inputs`), translations and scores out (`outputs`, `scores`), with the
+SentencePiece tokenizer, beam search (`serving_default`) and greedy search
+(`greedy`) inside the graph. See the Serving section of the README.
+"""
+
+import argparse
+
+from keras_attention import export
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--run-dir", default="runs/translation")
+    parser.add_argument("--export-dir", default="exports/translator")
+    parser.add_argument("--version", type=int, default=1)
+    parser.add_argument("--beam-size", type=int, default=4)
+    parser.add_argument("--alpha", type=float, default=0.6)
+    parser.add_argument("--max-extra-length", type=int, default=50)
+    args = parser.parse_args(argv)
+    path = export.export_translator(
+        args.run_dir,
+        args.export_dir,
+        version=args.version,
+        beam_size=args.beam_size,
+        alpha=args.alpha,
+        max_extra_length=args.max_extra_length,
+    )
+    print(f"Wrote {path}")
+    for name, signature in export.signature_summary(path).items():
+        print(f"  {name}: {signature}")
+    return path
+
+
+if __name__ == "__main__":
+    main()
