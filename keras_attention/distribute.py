@@ -220,13 +220,20 @@ def describe(strategy):
 def num_replicas():
     """Replicas that compute one step together (1 without a strategy).
 
-    On jax with a `DataParallel` distribution, the number of devices.
+    On tensorflow, those of the strategy in scope, else of the strategy
+    made by `strategy_scope`; on jax with a `DataParallel` distribution,
+    the number of devices.
     """
     backend = keras.backend.backend()
     if backend == "tensorflow":
         import tensorflow as tf
 
-        return tf.distribute.get_strategy().num_replicas_in_sync
+        if tf.distribute.has_strategy():
+            return tf.distribute.get_strategy().num_replicas_in_sync
+        for name in ("multi_worker", "mirrored"):
+            if name in _STRATEGIES:
+                return _STRATEGIES[name].num_replicas_in_sync
+        return 1
     if backend == "jax":
         distribution = keras.distribution.distribution()
         if distribution is not None:
@@ -245,10 +252,22 @@ def is_chief():
     if strategy is None:
         return True
     resolver = strategy.cluster_resolver
-    task_type, task_id = resolver.task_type, resolver.task_id
+    cluster = json.loads(os.environ.get("TF_CONFIG", "{}")).get("cluster", {})
+    return is_chief_task(resolver.task_type, resolver.task_id, cluster)
+
+
+def is_chief_task(task_type, task_id, cluster):
+    """The chief of a `TF_CONFIG` cluster: its `"chief"` task, or worker 0
+    when the cluster has none.
+
+    Example:
+
+    >>> cluster = {"worker": ["host1:2222", "host2:2222"]}
+    >>> is_chief_task("worker", 0, cluster), is_chief_task("worker", 1, cluster)
+    (True, False)
+    """
     if task_type is None or task_type == "chief":
         return True
-    cluster = json.loads(os.environ.get("TF_CONFIG", "{}")).get("cluster", {})
     return task_type == "worker" and task_id == 0 and "chief" not in cluster
 
 

@@ -11,6 +11,7 @@ The encoder maps token ids to a sentence vector with forward and backward
 import keras
 from keras import ops
 
+from keras_attention import distribute
 from keras_attention.layers.reinforced_self_attention import (
     ReinforcedSelfAttention,
 )
@@ -245,8 +246,10 @@ class _ReinforcedPairModel(keras.Model):
         log_prob, rate = self._policy_tensors.value
         reward = self.task_reward(y, probabilities)
         reward = reward - self.sparsity_penalty * rate
-        return loss + self.reward_weight * policy_gradient_loss(
-            reward, log_prob
+        # A mean over the local batch: divided by the replicas in sync, as
+        # Keras does for compiled losses, since their gradients are summed.
+        return loss + self.reward_weight * distribute.scale_for_replicas(
+            policy_gradient_loss(reward, log_prob)
         )
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
@@ -289,11 +292,14 @@ def policy_gradient_loss(reward, log_prob):
     Its gradient is `-mean((r_i - b_i) * grad log_prob_i)`, the policy
     gradient estimate; `b_i` is the mean reward of the other examples of
     the batch, which needs no state and so behaves the same on every
-    backend.
+    backend. Under `tf.distribute` the baseline covers the global batch
+    (the rewards are summed over the replicas), so it does not depend on
+    the number of devices.
     """
     reward = ops.stop_gradient(ops.cast(reward, "float32"))
     count = ops.cast(ops.shape(reward)[0], "float32")
-    baseline = (ops.sum(reward) - reward) / ops.maximum(count - 1.0, 1.0)
+    total = distribute.replica_sum(ops.stack([ops.sum(reward), count]))
+    baseline = (total[0] - reward) / ops.maximum(total[1] - 1.0, 1.0)
     advantage = reward - baseline
     return -ops.mean(advantage * ops.cast(log_prob, "float32"))
 
