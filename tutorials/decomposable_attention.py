@@ -50,6 +50,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from keras_attention import data
+from keras_attention import layers
 from keras_attention import models
 from keras_attention import visualization
 
@@ -225,6 +226,8 @@ rules hold.
 embed = intra.get_layer("word_embedding")
 project = intra.get_layer("input_projection")
 intra_layer = intra.get_layer("intra_sentence_attention")
+assert isinstance(intra_layer, layers.IntraSentenceAttention)
+assert isinstance(intra.get_layer("soft_alignment"), layers.SoftAlignment)
 _, self_weights = intra_layer(
     project(embed(premise)),
     mask=ops.not_equal(premise, 0),
