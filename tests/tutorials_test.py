@@ -15,6 +15,7 @@ TUTORIALS = pathlib.Path(__file__).parents[1] / "tutorials"
 EVERY_BACKEND = {"attention_and_masks.py"}
 FIGURES = {
     "attention_and_masks.py": ["attention_weights.png"],
+    "multi_device.py": ["replica_losses.png"],
     "translation.py": ["cross_attention.png"],
     "resan.py": [
         "resan_sentence_1.png",
