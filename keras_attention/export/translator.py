@@ -29,7 +29,7 @@ Keras's tensorflow backend writes `keras.ops.slice_update` (decoder caches,
 decoded tokens) as the XLA op `XlaDynamicUpdateSlice`, which is not a core
 TensorFlow op (`tf.raw_ops`) and runs only where TensorFlow has XLA. While
 the exporter traces the graph it swaps in `slice_update_without_xla`
-(pad and select, core ops only), so TF Serving needs no XLA.
+(the core op `TensorStridedSliceUpdate`), so TF Serving needs no XLA.
 """
 
 import contextlib
@@ -56,18 +56,22 @@ def bucket_widths(max_sequence_length, smallest=8):
 
 
 def slice_update_without_xla(inputs, start_indices, updates):
-    """`keras.ops.slice_update` with core TensorFlow ops only.
+    """`keras.ops.slice_update` with a core TensorFlow op only.
 
-    The update is padded to the shape of `inputs` and selected where it
-    lies. Start indices must keep the update inside `inputs`.
+    `TensorStridedSliceUpdate` writes `updates` at `start_indices` (unit
+    strides). Start indices must keep the update inside `inputs`.
     """
     inputs = tf.convert_to_tensor(inputs)
     updates = tf.cast(updates, inputs.dtype)
-    start = tf.stack([tf.cast(i, tf.int32) for i in start_indices])
-    end = tf.shape(inputs) - tf.shape(updates) - start
-    paddings = tf.stack([start, end], axis=1)  # (rank, 2)
-    inside = tf.pad(tf.ones_like(updates, tf.bool), paddings)
-    return tf.where(inside, tf.pad(updates, paddings), inputs)
+    begin = tf.stack([tf.cast(i, tf.int32) for i in start_indices])
+    end = begin + tf.shape(updates)
+    return tf.raw_ops.TensorStridedSliceUpdate(
+        input=inputs,
+        begin=begin,
+        end=end,
+        strides=tf.ones_like(begin),
+        value=updates,
+    )
 
 
 @contextlib.contextmanager
