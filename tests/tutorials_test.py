@@ -23,6 +23,7 @@ FIGURES = {
         "resan_keep_probabilities.png",
     ],
     "decomposable_attention.py": ["alignment.png"],
+    "export_and_serve.py": ["serving_latency.png"],
     "positional_encoding.py": [
         "sinusoidal_encoding.png",
         "position_similarity.png",
