@@ -5,6 +5,7 @@ from keras_attention.layers._feed_forward import apply_feed_forward
 from keras_attention.layers._feed_forward import build_feed_forward
 from keras_attention.ops import masked_softmax
 from keras_attention.ops import pairwise_mask
+from keras_attention.ops.attention import attention_logits
 from keras_attention.utils.masks import drop_keras_masks
 from keras_attention.utils.validation import check_mask
 from keras_attention.utils.validation import check_positive_int
@@ -160,10 +161,11 @@ class IntraSentenceAttention(keras.layers.Layer):
             self.seed_generator,
             training,
         )  # (B, T, H)
-        scores = ops.einsum("bih,bjh->bij", f, f)  # (B, T, T)
+        scores = attention_logits("bih,bjh->bij", f, f)  # (B, T, T)
         bias = ops.take(self.distance_bias, self._buckets(ops.shape(f)[1]))
-        scores = scores + ops.cast(bias, self.compute_dtype)[None]
+        scores = scores + ops.cast(bias, scores.dtype)[None]
         weights = masked_softmax(scores, pairwise_mask(mask, mask), axis=2)
+        weights = ops.cast(weights, self.compute_dtype)
         attended = ops.einsum("bij,bjf->bif", weights, inputs)  # (B, T, F)
         output = ops.concatenate([inputs, attended], axis=-1)  # (B, T, 2F)
         if return_attention_scores:

@@ -188,11 +188,18 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
 
 
 def masked_mean(inputs, mask):
-    """Mean over the real tokens `(B, 1, F)`; zeros for an empty row."""
-    weights = ops.cast(ops.expand_dims(mask, -1), inputs.dtype)  # (B, T, 1)
+    """Mean over the real tokens `(B, 1, F)`; zeros for an empty row.
+
+    Summed in float32 for half-precision inputs (a float16 sum of a few
+    tokens of size 1e4 overflows) and returned in the inputs' dtype.
+    """
+    dtype = keras.backend.standardize_dtype(inputs.dtype)
+    compute = "float32" if dtype in ("float16", "bfloat16") else dtype
+    inputs = ops.cast(inputs, compute)
+    weights = ops.cast(ops.expand_dims(mask, -1), compute)  # (B, T, 1)
     total = ops.sum(inputs * weights, axis=1, keepdims=True)
     count = ops.sum(weights, axis=1, keepdims=True)
-    return total / ops.maximum(count, ops.cast(1.0, inputs.dtype))
+    return ops.cast(total / ops.maximum(count, 1.0), dtype)
 
 
 def _clone(initializer):

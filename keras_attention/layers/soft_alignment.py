@@ -5,6 +5,7 @@ from keras_attention.layers._feed_forward import apply_feed_forward
 from keras_attention.layers._feed_forward import build_feed_forward
 from keras_attention.ops import masked_softmax
 from keras_attention.ops import pairwise_mask
+from keras_attention.ops.attention import attention_logits
 from keras_attention.utils.masks import drop_keras_masks
 from keras_attention.utils.validation import check_mask
 from keras_attention.utils.validation import check_positive_int
@@ -175,10 +176,11 @@ class SoftAlignment(keras.layers.Layer):
         # F runs once per token: (B, T, F) -> (B, T, H), (B, S, F) -> (B, S, H)
         fa = self._attend(premise, training)
         fb = self._attend(hypothesis, training)
-        scores = ops.einsum("bth,bsh->bts", fa, fb)  # (B, T, S)
+        scores = attention_logits("bth,bsh->bts", fa, fb)  # (B, T, S)
         mask = pairwise_mask(premise_mask, hypothesis_mask)  # (B, T, S)
-        premise_weights = masked_softmax(scores, mask, axis=2)
-        hypothesis_weights = masked_softmax(scores, mask, axis=1)
+        dtype = self.compute_dtype
+        premise_weights = ops.cast(masked_softmax(scores, mask, 2), dtype)
+        hypothesis_weights = ops.cast(masked_softmax(scores, mask, 1), dtype)
         premise = ops.cast(premise, self.compute_dtype)
         hypothesis = ops.cast(hypothesis, self.compute_dtype)
         # (B, T, S) x (B, S, F) -> (B, T, F)

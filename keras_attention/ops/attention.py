@@ -9,6 +9,24 @@ from keras_attention.ops.masking import causal_mask
 from keras_attention.ops.masking import masked_softmax
 
 
+def attention_logits(subscripts, x, y):
+    """`einsum(subscripts, x, y)`, computed in float32 for float16 inputs.
+
+    Attention logits are sums of products of activations. In float16 they
+    pass the largest finite value (65504) once activations reach a few
+    hundred, and the softmax of an infinite logit is NaN. The logits of
+    float16 inputs are therefore float32 (`masked_softmax` normalises half
+    precision in float32 anyway); other dtypes are kept.
+    """
+    if "float16" in (_dtype_name(x.dtype), _dtype_name(y.dtype)):
+        x, y = ops.cast(x, "float32"), ops.cast(y, "float32")
+    return ops.einsum(subscripts, x, y)
+
+
+def _dtype_name(dtype):
+    return keras.backend.standardize_dtype(dtype)
+
+
 def scaled_dot_product_attention(
     query,
     key,
@@ -74,19 +92,28 @@ def scaled_dot_product_attention(
 
     # jax's fused kernel needs value heads as wide as key heads.
     same_width = value.shape[-1] == query.shape[-1]
-    if same_width and not (return_attention_scores or use_dropout):
+    # float16 takes the explicit path, with float32 logits, except on torch
+    # (whose kernels accumulate in float32): tensorflow's fused path keeps
+    # float16 logits, which overflow, and jax's compiled fused path rejects
+    # float16 on CPU ("precision F16_F16_F32 is not supported").
+    float16_unfused = (
+        _dtype_name(query.dtype) == "float16"
+        and keras.backend.backend() != "torch"
+    )
+    fused = not (return_attention_scores or use_dropout)
+    if same_width and fused and not float16_unfused:
         return _fused_attention(
             query, key, value, mask, scale, flash_attention, is_causal
         )
 
     # (B, N, T, S) logits; the query is scaled first, as keras.layers does.
     query = ops.multiply(query, ops.cast(scale, query.dtype))
-    logits = ops.einsum("btnh,bsnh->bnts", query, key)
+    logits = attention_logits("btnh,bsnh->bnts", query, key)
     if is_causal:
         mask = causal_mask(ops.shape(query)[1], ops.shape(key)[1])[None]
     if mask is not None:
         mask = ops.expand_dims(mask, -3)  # (B, 1, T, S), shared by heads
-    weights = masked_softmax(logits, mask, axis=-1)
+    weights = ops.cast(masked_softmax(logits, mask, axis=-1), value.dtype)
     dropped = weights
     if use_dropout:
         dropped = keras.random.dropout(weights, dropout, seed=seed)
