@@ -23,7 +23,6 @@ PAIR = {
 KNOWN_ERRORS = {
     ("intra", "jax"): "Error interpreting argument to jax.numpy.arange",
     ("intra", "torch"): "Exporting the operator 'aten::ravel' to ONNX",
-    ("resan", "torch"): "ONNX export of operator Sort, Out parameter",
 }
 
 
@@ -84,6 +83,12 @@ def test_resan_relatedness_onnx_matches_keras(tmp_path):
             "TypeError: Error interpreting argument to jax.numpy.arange as a "
             "JAX value (a sequence length of None), seen after ~17 s of "
             "conversion, so not retried here"
+        )
+    if BACKEND == "torch":
+        pytest.skip(
+            "Keras cannot export this model to ONNX on torch: "
+            "OnnxExporterError: ONNX export of operator Sort, Out parameter "
+            "is not supported (seen after ~5 s, so not retried here)"
         )
     if BACKEND == "tensorflow":
         pytest.skip(
