@@ -92,16 +92,14 @@ def scaled_dot_product_attention(
 
     # jax's fused kernel needs value heads as wide as key heads.
     same_width = value.shape[-1] == query.shape[-1]
-    # float16 takes the explicit path, with float32 logits, except on torch
-    # (whose kernels accumulate in float32): tensorflow's fused path keeps
-    # float16 logits, which overflow, and jax's compiled fused path rejects
-    # float16 on CPU ("precision F16_F16_F32 is not supported").
-    float16_unfused = (
-        _dtype_name(query.dtype) == "float16"
-        and keras.backend.backend() != "torch"
-    )
-    fused = not (return_attention_scores or use_dropout)
-    if same_width and fused and not float16_unfused:
+    # float16 takes the explicit path, whose logits are float32: the fused
+    # paths overflow past 65504 (tensorflow keeps float16 logits; torch's
+    # CPU kernel loses real-token values once inputs reach ~1e4) or refuse
+    # float16 (jax's compiled path on CPU: "precision F16_F16_F32 is not
+    # supported"). bfloat16 has float32's range and stays fused.
+    float16 = _dtype_name(query.dtype) == "float16"
+    fused = not (return_attention_scores or use_dropout or float16)
+    if same_width and fused:
         return _fused_attention(
             query, key, value, mask, scale, flash_attention, is_causal
         )
