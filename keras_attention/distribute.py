@@ -27,7 +27,10 @@ Strategies by backend (`name`):
   over every visible device, set as the global distribution, so that
   `fit`, `evaluate` and `predict` shard each batch across the devices).
   `"auto"` is `"data_parallel"` when more than one device is visible. On
-  several hosts, call `keras.distribution.initialize()` first.
+  several hosts, set `KERAS_DISTRIBUTION_JOB_ADDRESSES`,
+  `KERAS_DISTRIBUTION_NUM_PROCESSES` and `KERAS_DISTRIBUTION_PROCESS_ID`:
+  `keras.distribution.initialize()` then runs before the devices are
+  listed, and the mesh spans every host.
 - torch: `"none"` only (`"auto"` resolves to it).
 
 Losses under `tf.distribute` are computed per replica and the replicas'
@@ -89,6 +92,8 @@ def resolve_strategy(name="auto"):
             f"Received: strategy={name!r}"
         )
     backend = keras.backend.backend()
+    if backend == "jax" and name in ("auto", "data_parallel"):
+        _initialize_jax_processes()
     if name == "auto":
         if backend == "tensorflow":
             import tensorflow as tf
@@ -107,6 +112,20 @@ def resolve_strategy(name="auto"):
             f"Received: strategy={name!r}"
         )
     return name
+
+
+def _initialize_jax_processes():
+    """`keras.distribution.initialize()` once, on several JAX hosts.
+
+    Runs when `KERAS_DISTRIBUTION_NUM_PROCESSES` is above 1 (with
+    `KERAS_DISTRIBUTION_JOB_ADDRESSES` and `KERAS_DISTRIBUTION_PROCESS_ID`
+    set as well), before JAX lists its devices, so that the `DataParallel`
+    mesh spans the devices of every host.
+    """
+    processes = int(os.environ.get("KERAS_DISTRIBUTION_NUM_PROCESSES", "1"))
+    if processes > 1 and "jax_processes" not in _STRATEGIES:
+        keras.distribution.initialize()
+        _STRATEGIES["jax_processes"] = processes
 
 
 def get_strategy(name="auto"):
@@ -246,8 +265,12 @@ def is_chief():
 
     Without a multi-worker strategy: `True`. With one, the task of type
     `"chief"`, or worker 0 when the cluster has no chief (as in
-    `TF_CONFIG`).
+    `TF_CONFIG`). On several JAX hosts, process 0.
     """
+    if "jax_processes" in _STRATEGIES:
+        import jax
+
+        return jax.process_index() == 0
     strategy = _STRATEGIES.get("multi_worker")
     if strategy is None:
         return True
