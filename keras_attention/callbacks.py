@@ -1,14 +1,24 @@
 """Training callbacks and checkpoint tools."""
 
 import glob
+import json
 import os
 import re
+import shutil
 import time
 
 import keras
 import numpy as np
 
-__all__ = ["TimeLimit", "average_checkpoints", "last_checkpoints"]
+from keras_attention.utils.files import atomic_path
+from keras_attention.utils.files import atomic_write_text
+
+__all__ = [
+    "BackupAndRestore",
+    "TimeLimit",
+    "average_checkpoints",
+    "last_checkpoints",
+]
 
 
 def average_checkpoints(model, paths):
@@ -89,3 +99,146 @@ class TimeLimit(keras.callbacks.Callback):
         if time.monotonic() - self.start > self.seconds:
             self.model.stop_training = True
             self.stopped_early = True
+
+
+class BackupAndRestore(keras.callbacks.Callback):
+    """Backs up training state and resumes from it; crash-safe writes.
+
+    Like `keras.callbacks.BackupAndRestore` (same arguments and folder),
+    but a kill at any moment leaves a consistent backup: each backup's
+    weights go to a new file `backup-<n>.weights.h5` (written under a
+    temporary name and renamed), then `training_metadata.json` is replaced
+    atomically to point at it (the single commit point), then the previous
+    weights file is deleted. Keras's callback overwrites
+    `latest.weights.h5` in place, so a kill during that write leaves a
+    truncated file that the next run fails to load, and a kill between the
+    weights and the metadata pairs new weights with an old epoch.
+
+    The model's weights, the optimizer's state (including its iteration
+    count) and the states of the model's random seed generators (dropout,
+    sampling; `save_weights` leaves these out) are restored, so a resumed
+    run draws the same random numbers as an uninterrupted one. Training
+    resumes at the start of the epoch after the last completed one.
+
+    Mid-epoch backups (`save_freq=<steps>`) restore the weights of that
+    step but, as in Keras, training restarts at the beginning of that
+    epoch: `model.fit` cannot start inside an epoch, so the resumed run
+    trains those steps again on already-updated weights and does not end
+    with the weights of an uninterrupted run. Use epoch backups when
+    resumed runs must match uninterrupted ones exactly.
+
+    Args:
+        backup_dir: str. Folder of the backup.
+        save_freq: `"epoch"` or int (a backup every that many steps, and
+            none at epoch ends). Defaults to `"epoch"`.
+        delete_checkpoint: bool. Delete the folder when training ends
+            normally. Defaults to `True`.
+    """
+
+    METADATA = "training_metadata.json"
+
+    def __init__(self, backup_dir, save_freq="epoch", delete_checkpoint=True):
+        super().__init__()
+        if not backup_dir:
+            raise ValueError(
+                "Argument `backup_dir` must be a folder path. "
+                f"Received: backup_dir={backup_dir!r}"
+            )
+        if save_freq != "epoch" and (
+            isinstance(save_freq, bool)
+            or not isinstance(save_freq, int)
+            or save_freq <= 0
+        ):
+            raise ValueError(
+                "Argument `save_freq` must be 'epoch' or a positive int. "
+                f"Received: save_freq={save_freq!r}"
+            )
+        self.backup_dir = os.fspath(backup_dir)
+        self.save_freq = save_freq
+        self.delete_checkpoint = delete_checkpoint
+        self._epoch = 0
+        self._steps_since_save = 0
+        self._count = 0
+
+    def on_train_begin(self, logs=None):
+        metadata = self.read_metadata()
+        if metadata is None:
+            return
+        if self.model.optimizer is not None and not self.model.optimizer.built:
+            self.model.optimizer.build(self.model.trainable_variables)
+        self.model.load_weights(
+            os.path.join(self.backup_dir, metadata["weights"])
+        )
+        self._count = metadata["count"]
+        # By position: automatic names ("seed_generator_3") depend on what
+        # else the process built before the model.
+        states = metadata.get("seed_states", [])
+        variables = _seed_states(self.model)
+        if len(states) != len(variables):
+            raise ValueError(
+                f"The backup in '{self.backup_dir}' holds {len(states)} "
+                f"random seed states but the model has {len(variables)}: "
+                "it was written by a different model. Received: "
+                f"backup_dir={self.backup_dir!r}"
+            )
+        for variable, state in zip(variables, states):
+            variable.assign(np.asarray(state, variable.dtype))
+        # `fit` starts at this epoch (the attribute Keras's callback sets).
+        self.model._initial_epoch = metadata["epoch"]
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.save_freq == "epoch":
+            return
+        self._steps_since_save += 1
+        if self._steps_since_save >= self.save_freq:
+            self._steps_since_save = 0
+            self._save(epoch=self._epoch, batch=batch + 1)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.save_freq == "epoch":
+            self._save(epoch=epoch + 1, batch=0)
+
+    def on_train_end(self, logs=None):
+        if self.delete_checkpoint and os.path.isdir(self.backup_dir):
+            shutil.rmtree(self.backup_dir)
+
+    def read_metadata(self):
+        """The last committed backup's metadata dict, or `None`."""
+        path = os.path.join(self.backup_dir, self.METADATA)
+        if not os.path.isfile(path):
+            return None
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+
+    def _save(self, epoch, batch):
+        os.makedirs(self.backup_dir, exist_ok=True)
+        previous = self.read_metadata()
+        self._count += 1
+        name = f"backup-{self._count}.weights.h5"
+        with atomic_path(os.path.join(self.backup_dir, name)) as tmp:
+            self.model.save_weights(tmp)
+        metadata = {
+            "epoch": epoch,
+            "batch": batch,
+            "weights": name,
+            "count": self._count,
+            "seed_states": [
+                np.asarray(keras.ops.convert_to_numpy(v)).tolist()
+                for v in _seed_states(self.model)
+            ],
+        }
+        atomic_write_text(
+            os.path.join(self.backup_dir, self.METADATA), json.dumps(metadata)
+        )
+        if previous is not None and previous["weights"] != name:
+            old = os.path.join(self.backup_dir, previous["weights"])
+            if os.path.isfile(old):
+                os.remove(old)
+
+
+def _seed_states(model):
+    """The state variables of the model's `keras.random.SeedGenerator`s."""
+    return [v for v in model.variables if "seed_generator_state" in v.path]
