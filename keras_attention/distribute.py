@@ -260,6 +260,83 @@ def num_replicas():
     return 1
 
 
+def batch_multiple():
+    """What every batch size must be a multiple of (1 if anything goes).
+
+    Under jax `DataParallel`, Keras 3.15 shards each batch evenly across
+    the devices and refuses a batch that does not divide, the last partial
+    batch of an epoch included. `tf.distribute` splits uneven batches
+    itself.
+    """
+    if keras.backend.backend() == "jax":
+        if keras.distribution.distribution() is not None:
+            return num_replicas()
+    return 1
+
+
+def trim_to_batch_multiple(data):
+    """Drops the last rows of `data` (arrays, or a dict or tuple of them)
+    so that their number is a multiple of `batch_multiple()`.
+
+    At most `batch_multiple() - 1` rows go; with one device, none.
+    """
+    multiple = batch_multiple()
+    if multiple == 1:
+        return data
+
+    def trim(array):
+        return array[: len(array) - len(array) % multiple]
+
+    if isinstance(data, dict):
+        return {key: trim(value) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return type(data)(trim_to_batch_multiple(item) for item in data)
+    return trim(data)
+
+
+def check_batch_size(batch_size):
+    """Raises a `ValueError` if `batch_size` is not a `batch_multiple()`."""
+    multiple = batch_multiple()
+    if batch_size % multiple:
+        raise ValueError(
+            f"With DataParallel over {multiple} devices the batch size must "
+            f"be a multiple of {multiple}. Received: batch_size={batch_size}"
+        )
+
+
+def divisible_batches(dataset):
+    """A `tf.data` dataset of `(x, y)` batches cut to `batch_multiple()`.
+
+    Each batch loses its last rows beyond a multiple of the device count
+    (batches smaller than that are dropped); with one device the dataset
+    is returned as it is.
+    """
+    multiple = batch_multiple()
+    if multiple == 1:
+        return dataset
+    import tensorflow as tf
+
+    def size(x, y):
+        return tf.shape(y)[0]
+
+    def cut(x, y):
+        keep = size(x, y) - size(x, y) % multiple
+        return tf.nest.map_structure(lambda t: t[:keep], (x, y))
+
+    dataset = dataset.filter(lambda x, y: size(x, y) >= multiple)
+    return dataset.map(cut)
+
+
+def end_data_parallel():
+    """Ends a jax `DataParallel` distribution after training.
+
+    Evaluation and prediction then run on batches of any size; the trained
+    weights are kept. Does nothing on other backends.
+    """
+    if keras.backend.backend() == "jax":
+        keras.distribution.set_distribution(None)
+
+
 def is_chief():
     """Whether this process writes checkpoints and exports.
 

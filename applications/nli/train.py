@@ -290,11 +290,15 @@ def train(config):
         timer,
     ]
     (x_train, y_train), dev = arrays["train"], arrays["dev"]
+    # Under jax DataParallel every batch must divide among the devices: at
+    # most (devices - 1) training and dev pairs are left out of training.
+    distribute.check_batch_size(config.batch_size)
+    x_train, y_train = distribute.trim_to_batch_multiple((x_train, y_train))
     start = time.perf_counter()
     model.fit(
         x_train,
         y_train,
-        validation_data=dev,
+        validation_data=distribute.trim_to_batch_multiple(dev),
         epochs=1 if config.smoke else config.epochs,
         batch_size=config.batch_size,
         shuffle=True,
@@ -302,6 +306,7 @@ def train(config):
         verbose=config.verbose,
     )
     train_seconds = time.perf_counter() - start
+    distribute.end_data_parallel()  # evaluation takes batches of any size
 
     # The weights of the epoch with the best dev accuracy.
     model.load_weights(checkpoint)

@@ -233,9 +233,17 @@ def train(config):
         arrays["train"],
         arrays["dev"],
     )
+    # Under jax DataParallel every batch must divide among the devices: at
+    # most (devices - 1) training and dev pairs are left out of training.
+    distribute.check_batch_size(config.batch_size)
+    x_train, scores_train = distribute.trim_to_batch_multiple(
+        (x_train, scores_train)
+    )
     checkpoint = os.path.join(config.output_dir, "checkpoint.keras")
     tracker = DevCorrelation(
-        x_dev, scores_dev, checkpoint, 60 * config.time_limit_minutes
+        *distribute.trim_to_batch_multiple((x_dev, scores_dev)),
+        checkpoint,
+        60 * config.time_limit_minutes,
     )
     callbacks = [
         tracker,
@@ -254,6 +262,7 @@ def train(config):
         verbose=config.verbose,
     )
     train_seconds = time.perf_counter() - start
+    distribute.end_data_parallel()  # evaluation takes batches of any size
 
     best = keras.saving.load_model(checkpoint)
     best.save(os.path.join(config.output_dir, "model.keras"))

@@ -176,6 +176,8 @@ def run_smoke(config, steps=None, scope=None):
     dataset, tokens = translation.make_dataset(
         train, train, tokens_per_batch=512, max_length=16, seed=config.seed
     )
+    # Under jax DataParallel every batch must divide among the devices.
+    dataset = distribute.divisible_batches(dataset)
     config.warmup_steps = 100
     config.learning_rate_scale = 0.5
     config.label_smoothing = 0.0
@@ -199,6 +201,8 @@ def run_smoke(config, steps=None, scope=None):
         verbose=2,
     )
     seconds = time.monotonic() - start
+    replicas = distribute.num_replicas()
+    distribute.end_data_parallel()  # decoding takes batches of any size
     sources = np.zeros((len(test), 16), "int32")
     for i, row in enumerate(test):
         sources[i, : len(row)] = row
@@ -227,7 +231,7 @@ def run_smoke(config, steps=None, scope=None):
         "training_time_s": round(seconds, 1),
         "parameter_count": int(model.count_params()),
         "backend": keras.backend.backend(),
-        "replicas": distribute.num_replicas(),
+        "replicas": replicas,
         "dtype_policy": keras.config.dtype_policy().name,
     }
     with open(os.path.join(config.output_dir, "metrics.json"), "w") as f:
@@ -276,6 +280,9 @@ def run_multi30k(config, scope=None):
         max_length=config.max_length,
         seed=config.seed,
     )
+    # Under jax DataParallel every batch must divide among the devices (a
+    # few pairs per batch are dropped; the token count is not adjusted).
+    dataset = distribute.divisible_batches(dataset)
     overrides = {"max_sequence_length": 256, "seed": config.seed}
     if config.dropout is not None:
         overrides["dropout"] = config.dropout
@@ -314,6 +321,7 @@ def run_multi30k(config, scope=None):
         + tensorboard_callback(os.path.join(config.output_dir, "logs")),
     )
     seconds = time.monotonic() - start
+    distribute.end_data_parallel()  # evaluation takes batches of any size
     epochs_run = len(history.history.get("loss", []))
     # Full epochs only for the throughput (a cut epoch is partly counted).
     full = epoch_times[:-1] if time_limit.stopped_early else epoch_times

@@ -146,3 +146,10 @@ def test_every_application_takes_the_flags(app):
     assert config.strategy == "none"
     assert config.mixed_precision == "bfloat16"
     assert config.jit_compile == "false"
+
+
+def test_batch_helpers_change_nothing_on_one_device():
+    rows = {"a": [1, 2, 3], "b": [4, 5, 6]}
+    assert distribute.batch_multiple() == 1
+    assert distribute.trim_to_batch_multiple(rows) is rows
+    distribute.check_batch_size(3)  # no error

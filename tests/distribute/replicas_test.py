@@ -72,3 +72,13 @@ def test_two_replicas_match_one_device_after_one_step(name, replica_results):
 def test_resan_samplers_learn_in_the_compared_step(replica_results):
     # The REINFORCE term reaches the samplers, so the comparison covers it.
     assert replica_results["resan"]["sampler_moved"] > 1e-3
+
+
+def test_batches_divide_among_the_devices_on_jax(replica_results):
+    if keras.backend.backend() != "jax":
+        pytest.skip("tf.distribute splits uneven batches itself")
+    helpers = replica_results["batch_helpers"]
+    assert helpers["batch_multiple"] == 2
+    assert helpers["trimmed_rows"] == 4  # 5 rows -> 4
+    assert helpers["batch_sizes"] == [2, 2]  # batches of 3 and 2
+    assert "Received: batch_size=3" in helpers["odd_batch_error"]

@@ -188,7 +188,31 @@ def compare_replicas(backend):
             if sampler
             else None,
         }
+    if backend == "jax":
+        results["batch_helpers"] = batch_helpers()
     return results
+
+
+def batch_helpers():
+    """What the batch helpers do under DataParallel on two devices."""
+    import tensorflow as tf
+
+    from keras_attention import distribute
+
+    rows = {"a": np.arange(5), "b": np.arange(5)}
+    dataset = tf.data.Dataset.from_tensor_slices((rows, np.arange(5)))
+    batches = distribute.divisible_batches(dataset.batch(3))
+    try:
+        distribute.check_batch_size(3)
+        odd_batch_error = None
+    except ValueError as error:
+        odd_batch_error = str(error)
+    return {
+        "batch_multiple": distribute.batch_multiple(),
+        "trimmed_rows": len(distribute.trim_to_batch_multiple(rows)["a"]),
+        "batch_sizes": [int(len(y)) for _, y in batches.as_numpy_iterator()],
+        "odd_batch_error": odd_batch_error,
+    }
 
 
 def main(output):
