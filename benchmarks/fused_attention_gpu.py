@@ -3,9 +3,11 @@
 The Transformer's attention goes through
 `keras_attention.ops.scaled_dot_product_attention`, which hands the work to
 `keras.ops.dot_product_attention` (the backend's fused kernel) when no
-attention weights are returned and no attention dropout is in effect, as
-in the presets. This script trains the Transformer `--preset` (default
-`base`) under `--mixed-precision` (default `bfloat16`) in two variants:
+attention weights are returned, no attention dropout is in effect (as in
+the presets) and the compute dtype is not float16 (float16 always takes
+the explicit path with float32 logits; bfloat16 stays fused). This
+script trains the Transformer `--preset` (default `base`) under
+`--mixed-precision` (default `bfloat16`) in two variants:
 
 - `fused`: jax: every `MultiHeadAttention` with `flash_attention=True`
   (cuDNN flash attention through `jax.nn.dot_product_attention`). torch:
