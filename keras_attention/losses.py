@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_attention.distribute import replica_sum
 from keras_attention.utils.validation import check_dims
 from keras_attention.utils.validation import check_rate
 from keras_attention.utils.validation import static_shape
@@ -117,6 +118,10 @@ def label_smoothed_cross_entropy(
         ignore_index: int or `None`. Label id whose positions give zero.
         rescale: bool. Multiply by `size / number of kept positions`, so that
             a plain mean over all positions is the mean over kept ones.
+            Inside a `tf.distribute` replica both counts are summed over
+            the replicas, so the replicas' losses together average over
+            the real tokens of the global batch, however unevenly the
+            padding falls between them.
 
     Returns:
         float32 tensor shaped like `y_true`.
@@ -139,6 +144,7 @@ def label_smoothed_cross_entropy(
     keep = ops.cast(ops.not_equal(y_true, ignore_index), "float32")
     loss = loss * keep
     if rescale:
-        total = ops.cast(ops.size(keep), "float32")
-        loss = loss * (total / ops.maximum(ops.sum(keep), 1.0))
+        total = replica_sum(ops.cast(ops.size(keep), "float32"))
+        kept = replica_sum(ops.sum(keep))
+        loss = loss * (total / ops.maximum(kept, 1.0))
     return loss

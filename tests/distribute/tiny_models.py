@@ -56,8 +56,8 @@ def tiny_model(name, seed=0):
             max_sequence_length=8,
             seed=seed,
         )
-        # Token-averaged: both halves of `batch()` hold as many real
-        # target tokens, see `batch`.
+        # Token-averaged over the global batch: the halves of `batch()`
+        # hold different numbers of real target tokens.
         return model, losses.LabelSmoothedSparseCategoricalCrossentropy(0.1)
     if name == "decomposable":
         model = models.decomposable_attention_model(
@@ -83,9 +83,10 @@ def tiny_model(name, seed=0):
 def batch(name, size=BATCH, seed=0):
     """`(x, y)` NumPy arrays with some padding (id 0).
 
-    For the Transformer, every example has 4 real target tokens: the loss
-    averages over the real tokens of each replica's half, which equals the
-    global average only when the halves hold as many real tokens.
+    For the Transformer, the first half of the batch (the first replica's)
+    has 4 real target tokens per example and the second half 2, so the
+    token-averaged loss of two replicas equals that of one device only if
+    the token counts are summed over the replicas.
     """
     rng = np.random.default_rng(seed)
     if name == "transformer":
@@ -93,6 +94,7 @@ def batch(name, size=BATCH, seed=0):
         sources[::2, 4:] = 0
         targets = rng.integers(3, 16, (size, 5)).astype("int32")
         targets[:, 4:] = 0
+        targets[size // 2 :, 2:] = 0
         decoder = np.concatenate(
             [np.full((size, 1), 1, "int32"), targets[:, :-1]], axis=1
         )
