@@ -35,6 +35,8 @@ import numpy as np
 from keras_attention import data
 from keras_attention import distribute
 from keras_attention import models
+from keras_attention.callbacks import BackupAndRestore
+from keras_attention.utils import files
 
 
 @dataclasses.dataclass
@@ -284,9 +286,7 @@ def train(config):
             save_best_only=True,
             save_weights_only=True,
         ),
-        keras.callbacks.BackupAndRestore(
-            os.path.join(config.output_dir, "backup")
-        ),
+        BackupAndRestore(os.path.join(config.output_dir, "backup")),
         timer,
     ]
     (x_train, y_train), dev = arrays["train"], arrays["dev"]
@@ -310,7 +310,7 @@ def train(config):
 
     # The weights of the epoch with the best dev accuracy.
     model.load_weights(checkpoint)
-    model.save(os.path.join(config.output_dir, "model.keras"))
+    files.atomic_save(model, os.path.join(config.output_dir, "model.keras"))
     results = {
         split: model.evaluate(
             *arrays[split],

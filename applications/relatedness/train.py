@@ -38,6 +38,8 @@ from scipy import stats
 from keras_attention import data
 from keras_attention import distribute
 from keras_attention import models
+from keras_attention.callbacks import BackupAndRestore
+from keras_attention.utils import files
 
 
 @dataclasses.dataclass
@@ -183,7 +185,7 @@ class DevCorrelation(keras.callbacks.Callback):
         print(f" - dev pearson {result['pearson']:.4f}")
         if result["pearson"] > self.best:
             self.best = result["pearson"]
-            self.model.save(self.path)
+            files.atomic_save(self.model, self.path)
         if time.perf_counter() - self.start > self.seconds:
             print("Time limit reached; stopping.")
             self.model.stop_training = True
@@ -247,9 +249,7 @@ def train(config):
     )
     callbacks = [
         tracker,
-        keras.callbacks.BackupAndRestore(
-            os.path.join(config.output_dir, "backup")
-        ),
+        BackupAndRestore(os.path.join(config.output_dir, "backup")),
     ]
     start = time.perf_counter()
     model.fit(
@@ -265,7 +265,7 @@ def train(config):
     distribute.end_data_parallel()  # evaluation takes batches of any size
 
     best = keras.saving.load_model(checkpoint)
-    best.save(os.path.join(config.output_dir, "model.keras"))
+    files.atomic_save(best, os.path.join(config.output_dir, "model.keras"))
     test = correlations(best, *arrays["test"])
     dev = correlations(best, x_dev, scores_dev)
     metrics = {

@@ -44,6 +44,7 @@ from keras_attention import metrics
 from keras_attention import schedules
 from keras_attention.data import translation
 from keras_attention.models import Transformer
+from keras_attention.utils import files
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import evaluate  # noqa: E402
@@ -223,7 +224,7 @@ def run_smoke(config, steps=None, scope=None):
         f"({keras.backend.backend()})"
     )
     os.makedirs(config.output_dir, exist_ok=True)
-    model.save(os.path.join(config.output_dir, "model.keras"))
+    files.atomic_save(model, os.path.join(config.output_dir, "model.keras"))
     result = {
         "task": "copy",
         "exact_match": exact,
@@ -314,7 +315,7 @@ def run_multi30k(config, scope=None):
                 os.path.join(checkpoints, "epoch-{epoch:03d}.weights.h5"),
                 save_weights_only=True,
             ),
-            keras.callbacks.BackupAndRestore(
+            callbacks.BackupAndRestore(
                 os.path.join(config.output_dir, "backup")
             ),
         ]
@@ -336,10 +337,10 @@ def run_multi30k(config, scope=None):
         # The final, cut epoch has no checkpoint; average the saved ones
         # with the current weights.
         current = os.path.join(checkpoints, "final.weights.h5")
-        model.save_weights(current)
+        files.atomic_save(model, current, weights_only=True)
         callbacks.average_checkpoints(model, last[1:] + [current])
         print(f"Averaged the last {len(last)} checkpoints")
-    model.save(os.path.join(config.output_dir, "model.keras"))
+    files.atomic_save(model, os.path.join(config.output_dir, "model.keras"))
     info = {
         "preset": config.preset,
         "backend": keras.backend.backend(),
