@@ -166,22 +166,23 @@ class BackupAndRestore(keras.callbacks.Callback):
             return
         if self.model.optimizer is not None and not self.model.optimizer.built:
             self.model.optimizer.build(self.model.trainable_variables)
-        self.model.load_weights(
-            os.path.join(self.backup_dir, metadata["weights"])
-        )
-        self._count = metadata["count"]
+        # A folder written by Keras's callback names no weights file.
+        weights = metadata.get("weights", "latest.weights.h5")
+        self.model.load_weights(os.path.join(self.backup_dir, weights))
+        self._count = metadata.get("count", 0)
         # By position: automatic names ("seed_generator_3") depend on what
         # else the process built before the model.
-        states = metadata.get("seed_states", [])
-        variables = _seed_states(self.model)
-        if len(states) != len(variables):
+        # Keras's callback stores none: its folders restore weights only.
+        states = metadata.get("seed_states")
+        variables = _seed_states(self.model) if states is not None else []
+        if states is not None and len(states) != len(variables):
             raise ValueError(
                 f"The backup in '{self.backup_dir}' holds {len(states)} "
                 f"random seed states but the model has {len(variables)}: "
                 "it was written by a different model. Received: "
                 f"backup_dir={self.backup_dir!r}"
             )
-        for variable, state in zip(variables, states):
+        for variable, state in zip(variables, states or []):
             variable.assign(np.asarray(state, variable.dtype))
         # `fit` starts at this epoch (the attribute Keras's callback sets).
         self.model._initial_epoch = metadata["epoch"]
@@ -233,8 +234,10 @@ class BackupAndRestore(keras.callbacks.Callback):
         atomic_write_text(
             os.path.join(self.backup_dir, self.METADATA), json.dumps(metadata)
         )
-        if previous is not None and previous["weights"] != name:
-            old = os.path.join(self.backup_dir, previous["weights"])
+        if previous is not None and previous.get("weights") != name:
+            old = os.path.join(
+                self.backup_dir, previous.get("weights", "latest.weights.h5")
+            )
             if os.path.isfile(old):
                 os.remove(old)
 

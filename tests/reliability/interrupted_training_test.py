@@ -219,3 +219,25 @@ def test_a_failed_write_leaves_the_previous_file(tmp_path):
             f.write("new")
     assert path.read_text() == "new"
     assert sorted(os.listdir(tmp_path)) == ["model.keras"]
+
+
+def test_resumes_from_a_backup_written_by_keras(tmp_path):
+    from keras_attention import callbacks
+    from keras_attention import models
+
+    model = models.bag_of_words_model(
+        vocabulary_size=6, embedding_dim=4, hidden_dim=4
+    )
+    model.compile("adam", "sparse_categorical_crossentropy")
+    saved = model.get_weights()
+    model.save_weights(tmp_path / "latest.weights.h5")
+    (tmp_path / "training_metadata.json").write_text(
+        json.dumps({"epoch": 2, "batch": 0})
+    )
+    model.set_weights([w + 1.0 for w in saved])
+    backup = callbacks.BackupAndRestore(tmp_path)
+    backup.set_model(model)
+    backup.on_train_begin()
+    assert model._initial_epoch == 2
+    for actual, wanted in zip(model.get_weights(), saved):
+        np.testing.assert_array_equal(actual, wanted)
