@@ -27,12 +27,12 @@ from keras_attention.data import LABELS
 from keras_attention.data import build_vocabulary
 from keras_attention.data import translation
 from keras_attention.export.pair_models import python_token_ids
-from keras_attention.export.translator import bucket_widths
 
 BACKEND = keras.backend.backend()
 CLIENT = pathlib.Path(__file__).with_name("serving_client.py")
 MAX_SEQUENCE_LENGTH = 16
 MAX_WORDS = 12
+REFERENCE_ROWS = 8
 
 CORPUS = [
     "a man is riding a horse",
@@ -110,25 +110,28 @@ def tiny_translator():
 
 
 def python_translations(model, tokenizer, sentences, beam_size):
-    """Beam (or greedy) search from Python on the padded width the
-    exported graph uses; empty sources give `("", 0.0)`."""
+    """Beam (or greedy) search from Python; empty sources give `("", 0)`.
+
+    One padded shape for every call (8 rows, filler rows holding just the
+    end token, as `translation.translate` pads; `max_sequence_length`
+    columns), so that jax compiles each search once. A row's result does
+    not depend on the padding (the search limits each row by its own
+    length).
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         encoded = translation.encode_sentences(
             tokenizer, sentences, max_length=model.max_sequence_length
         )
-    width = max(len(ids) for ids in encoded)
-    width = next(
-        w for w in bucket_widths(model.max_sequence_length) if w >= width
-    )
-    ids = np.zeros((len(encoded), width), "int32")
+    ids = np.zeros((REFERENCE_ROWS, model.max_sequence_length), "int32")
+    ids[:, 0] = translation.END_ID
     for row, sentence in enumerate(encoded):
         ids[row, : len(sentence)] = sentence
     if beam_size == 1:
         tokens = decoding.greedy_search(
             model, ids, translation.START_ID, translation.END_ID
         )
-        scores = np.full((len(sentences),), np.nan, "float32")
+        scores = np.full((REFERENCE_ROWS,), np.nan, "float32")
     else:
         tokens, scores = decoding.beam_search(
             model,
@@ -139,11 +142,12 @@ def python_translations(model, tokenizer, sentences, beam_size):
             return_scores=True,
         )
         scores = keras.ops.convert_to_numpy(scores)
-    rows = decoding.strip_special(tokens, translation.END_ID)
+    count = len(sentences)
+    rows = decoding.strip_special(tokens, translation.END_ID)[:count]
     texts = translation.decode_ids(tokenizer, rows)
     empty = [ids == [translation.END_ID] for ids in encoded]
     texts = ["" if e else t for t, e in zip(texts, empty)]
-    scores = np.where(empty, 0.0, scores)
+    scores = np.where(empty, 0.0, scores[:count])
     return texts, scores
 
 
@@ -152,7 +156,7 @@ def python_pair_outputs(model, vocabulary, first, second, names):
         names[0]: python_token_ids(first, vocabulary, MAX_WORDS),
         names[1]: python_token_ids(second, vocabulary, MAX_WORDS),
     }
-    outputs = model(inputs, training=False)
+    outputs = model.predict_on_batch(inputs)
     if isinstance(outputs, dict):
         outputs = outputs["score"]
     return keras.ops.convert_to_numpy(outputs)
