@@ -23,6 +23,8 @@ the same
 examples on every run, so CI is deterministic.
 """
 
+import collections
+
 import keras
 import numpy as np
 import pytest
@@ -39,7 +41,7 @@ from keras_attention import ops
 MAX_BATCH, LENGTH, APPENDED, FEATURES = 3, 6, 2, 8
 DTYPES = ("float32", "float16", "bfloat16")
 # Relative tolerance of the padding comparisons (times the largest output).
-RTOL = {"float32": 1e-5, "float16": 2e-2, "bfloat16": 6e-2}
+RTOL = {"float32": 1e-4, "float16": 2e-2, "bfloat16": 6e-2}
 EXAMPLES = int(__import__("os").environ.get("NUMERICS_EXAMPLES", 200))
 
 _LAYERS = {}
@@ -350,5 +352,11 @@ def test_attention_is_finite_padding_invariant_and_masks_exactly(name):
     )
     def check(dtype, seed, batch, lengths, magnitude):
         check_example(name, dtype, seed, batch, lengths, magnitude)
+        runs.append(dtype)
 
+    runs = []
     check()
+    # 200 drawn examples and the 3 explicit ones, each dtype many times.
+    assert len(runs) >= EXAMPLES + 3, len(runs)
+    assert min(runs.count(dtype) for dtype in DTYPES) >= EXAMPLES // 10
+    print(f"{name}: {len(runs)} examples {collections.Counter(runs)}")
