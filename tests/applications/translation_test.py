@@ -1,16 +1,15 @@
-import contextlib
 import gzip
 import json
 import os
 import sys
 
-import keras
 import numpy as np
 import pytest
 
 from keras_attention import data
 from keras_attention.data import translation
 from keras_attention.models import Transformer
+from keras_attention.testing.threads import single_torch_thread
 
 APP = os.path.join(
     os.path.dirname(__file__), "..", "..", "applications", "translation"
@@ -115,28 +114,6 @@ def test_dataset_batches_are_bucketed_shifted_and_padded():
         assert source.shape[0] * source.shape[1] <= 64 + source.shape[1]
     with pytest.raises(ValueError, match="2 sources and 1 targets"):
         translation.make_dataset(rows[:2], rows[:1])
-
-
-@contextlib.contextmanager
-def single_torch_thread():
-    """One intra-op thread on torch, restored afterwards.
-
-    The copy-task model is tiny (width 64): torch's per-op thread pool gains
-    nothing on it and, on a busy 2-core machine, waits on descheduled
-    threads at every op (about 0.5 s per training step with 2 threads vs
-    0.04 s with 1 under a load average of 4).
-    """
-    if keras.backend.backend() != "torch":
-        yield
-        return
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def test_smoke_copy_task_learns(tmp_path):

@@ -28,7 +28,6 @@ torch runs on one intra-op thread here: on a busy 2-core machine its
 default thread pool makes these small steps several times slower.
 """
 
-import contextlib
 import importlib.util
 import pathlib
 
@@ -37,6 +36,7 @@ import numpy as np
 import pytest
 
 from keras_attention import distribute
+from keras_attention.testing.threads import single_torch_thread
 
 HERE = pathlib.Path(__file__).parent
 _spec = importlib.util.spec_from_file_location(
@@ -56,21 +56,6 @@ def policy():
     """Sets a global dtype policy for one test and restores float32."""
     yield distribute.set_mixed_precision
     distribute.set_mixed_precision("none")
-
-
-@contextlib.contextmanager
-def single_torch_thread():
-    if keras.backend.backend() != "torch":
-        yield
-        return
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def losses_over_steps(name, steps=STEPS):

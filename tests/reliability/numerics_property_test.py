@@ -37,6 +37,7 @@ from keras import ops as kops
 
 from keras_attention import layers
 from keras_attention import ops
+from keras_attention.testing.threads import single_torch_thread
 
 MAX_BATCH, LENGTH, APPENDED, FEATURES = 3, 6, 2, 8
 DTYPES = ("float32", "float16", "bfloat16")
@@ -312,17 +313,8 @@ def check_example(name, dtype, seed, batch, lengths, magnitude):
 @pytest.fixture(autouse=True)
 def one_torch_thread():
     """torch on one intra-op thread: many tiny ops run much faster so."""
-    if keras.backend.backend() != "torch":
+    with single_torch_thread():
         yield
-        return
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))
