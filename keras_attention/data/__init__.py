@@ -14,9 +14,12 @@ The loaders return plain Python lists and NumPy arrays:
 - `load_multi30k`: Multi30k English-German sentence pairs.
 
 `tokenize`, `build_vocabulary`, `LABELS` and `encode_labels` are shared
-text helpers for the word-level NLI models.
+text helpers for the word-level NLI models; `BucketedBatches` feeds
+padded id arrays to `model.fit` in length-bucketed batches.
 """
 
+from keras_attention.data.batching import BucketedBatches
+from keras_attention.data.batching import padded_lengths
 from keras_attention.data.checksums import KNOWN_FILES
 from keras_attention.data.checksums import KnownFile
 from keras_attention.data.glove import load_glove
@@ -46,6 +49,7 @@ from keras_attention.data.translation import train_tokenizer
 from keras_attention.data.translation import translate
 
 __all__ = [
+    "BucketedBatches",
     "ENV_VAR",
     "KNOWN_FILES",
     "KnownFile",
@@ -58,6 +62,7 @@ __all__ = [
     "load_multi30k",
     "load_sick",
     "load_snli",
+    "padded_lengths",
     "read_glove_file",
     "read_lines",
     "read_parallel",

@@ -1,0 +1,146 @@
+"""Length-bucketed batches: every example once per epoch, cut to its bucket,
+the order a function of (seed, epoch), and `model.fit` on every backend."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_attention.data.batching import BucketedBatches
+from keras_attention.data.batching import padded_lengths
+
+
+def make_pairs(num_examples=50, length=20, seed=0):
+    rng = np.random.default_rng(seed)
+    lengths_a = rng.integers(1, length + 1, size=num_examples)
+    lengths_b = rng.integers(1, length + 1, size=num_examples)
+    a = np.zeros((num_examples, length), "int32")
+    b = np.zeros((num_examples, length), "int32")
+    for i in range(num_examples):
+        a[i, : lengths_a[i]] = rng.integers(1, 30, size=lengths_a[i])
+        b[i, : lengths_b[i]] = rng.integers(1, 30, size=lengths_b[i])
+    targets = np.arange(num_examples)
+    return {"premise": a, "hypothesis": b}, targets
+
+
+def test_padded_lengths_count_to_the_last_real_token():
+    ids = np.array([[4, 0, 5, 0], [0, 0, 0, 0], [1, 2, 3, 4], [7, 0, 0, 0]])
+    np.testing.assert_array_equal(padded_lengths(ids), [3, 0, 4, 1])
+
+
+def test_every_example_appears_once_per_epoch_and_is_never_cut():
+    inputs, targets = make_pairs()
+    batches = BucketedBatches(inputs, targets, batch_size=8, width_step=4)
+    for epoch in range(3):
+        seen = []
+        for rows, width in batches.batches(epoch):
+            x, y = batches.batch(rows, width)
+            np.testing.assert_array_equal(y, targets[rows])
+            for name, ids in inputs.items():
+                assert x[name].shape == (len(rows), width)
+                # Nothing beyond the width is a real token.
+                assert not ids[rows, width:].any()
+                np.testing.assert_array_equal(x[name], ids[rows, :width])
+            # Each batch is as narrow as its bucket allows.
+            assert width % 4 == 0 or width == 20
+            longest = max(
+                padded_lengths(ids[rows]).max() for ids in inputs.values()
+            )
+            assert width - 4 < longest <= width
+            seen.extend(rows.tolist())
+        assert sorted(seen) == list(range(len(targets)))
+
+
+def test_order_depends_only_on_seed_and_epoch():
+    inputs, targets = make_pairs()
+    first = BucketedBatches(inputs, targets, batch_size=8, seed=3)
+    second = BucketedBatches(inputs, targets, batch_size=8, seed=3)
+
+    def order(batches, epoch):
+        return [rows.tolist() for rows, _ in batches.batches(epoch)]
+
+    assert order(first, 2) == order(second, 2)
+    assert order(first, 1) != order(first, 2)
+    other_seed = BucketedBatches(inputs, targets, batch_size=8, seed=4)
+    assert order(first, 1) != order(other_seed, 1)
+    unshuffled = BucketedBatches(inputs, targets, batch_size=8, shuffle=False)
+    assert order(unshuffled, 0) == order(unshuffled, 5)
+
+
+def test_drop_remainder_keeps_only_full_batches():
+    inputs, targets = make_pairs()
+    batches = BucketedBatches(
+        inputs, targets, batch_size=8, width_step=4, drop_remainder=True
+    )
+    sizes = [len(rows) for rows, _ in batches.batches(0)]
+    assert sizes and set(sizes) == {8}
+    assert len(batches) == len(sizes)
+
+
+def test_fit_follows_the_epoch_through_the_callback():
+    inputs, targets = make_pairs(num_examples=24, length=12)
+    targets = (targets % 3).astype("int32")
+    batches = BucketedBatches(inputs, targets, batch_size=8, width_step=4)
+
+    premise = keras.Input((None,), dtype="int32", name="premise")
+    hypothesis = keras.Input((None,), dtype="int32", name="hypothesis")
+    embed = keras.layers.Embedding(30, 4, mask_zero=True)
+    pooled = [
+        keras.layers.GlobalAveragePooling1D()(embed(x))
+        for x in (premise, hypothesis)
+    ]
+    outputs = keras.layers.Dense(3, activation="softmax")(
+        keras.layers.Concatenate()(pooled)
+    )
+    model = keras.Model({"premise": premise, "hypothesis": hypothesis}, outputs)
+    model.compile("adam", "sparse_categorical_crossentropy")
+
+    epochs_seen = []
+
+    class Record(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            epochs_seen.append(batches.epoch)
+
+    history = model.fit(
+        batches.as_dataset(),
+        epochs=3,
+        callbacks=[batches.callback(), Record()],
+        verbose=0,
+    )
+    assert epochs_seen == [0, 1, 2]
+    assert np.all(np.isfinite(history.history["loss"]))
+    # One optimizer step per batch of each epoch.
+    assert int(model.optimizer.iterations) == 3 * len(batches)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"batch_size": 0}, "batch_size=0"),
+        ({"batch_size": 2.5}, "batch_size=2.5"),
+        ({"width_step": 0}, "width_step=0"),
+        ({"targets": np.zeros(3)}, "targets with 3 rows"),
+    ],
+)
+def test_bad_arguments_are_named(kwargs, message):
+    inputs, targets = make_pairs(num_examples=10)
+    kwargs = {"targets": targets, **kwargs}
+    with pytest.raises((ValueError, TypeError), match=message):
+        BucketedBatches(inputs, **kwargs)
+
+
+def test_inputs_of_different_shapes_are_rejected():
+    with pytest.raises(ValueError, match="same shape"):
+        BucketedBatches(
+            {"a": np.ones((4, 5), "int32"), "b": np.ones((4, 6), "int32")}
+        )
+    with pytest.raises(ValueError, match="2D integer array"):
+        BucketedBatches({"a": np.ones((4, 5), "float32")})
+
+
+def test_docstring_example_runs():
+    import doctest
+
+    from keras_attention.data import batching
+
+    results = doctest.testmod(batching)
+    assert results.attempted > 0 and results.failed == 0
