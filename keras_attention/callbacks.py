@@ -2,6 +2,7 @@
 
 import glob
 import json
+import math
 import os
 import re
 import shutil
@@ -11,12 +12,16 @@ import keras
 import numpy as np
 
 from keras_attention.utils.files import atomic_path
+from keras_attention.utils.files import atomic_save
 from keras_attention.utils.files import atomic_write_text
+from keras_attention.utils.validation import check_positive_int
 
 __all__ = [
     "BackupAndRestore",
+    "ModelCheckpoint",
     "TimeLimit",
     "average_checkpoints",
+    "epoch_shuffled_batches",
     "last_checkpoints",
 ]
 
@@ -127,17 +132,33 @@ class BackupAndRestore(keras.callbacks.Callback):
     with the weights of an uninterrupted run. Use epoch backups when
     resumed runs must match uninterrupted ones exactly.
 
+    Other callbacks that keep state across epochs (the best value seen by
+    `ModelCheckpoint(save_best_only=True)`, a history of dev scores) are
+    backed up with the model when given as `stateful_callbacks`: each needs
+    `get_state()`, returning a JSON-serializable dict, and
+    `set_state(state)`. List them before this callback in
+    `fit(callbacks=...)`, so that their end-of-epoch updates are in the
+    backup and their own `on_train_begin` runs before the restore.
+
     Args:
         backup_dir: str. Folder of the backup.
         save_freq: `"epoch"` or int (a backup every that many steps, and
             none at epoch ends). Defaults to `"epoch"`.
         delete_checkpoint: bool. Delete the folder when training ends
             normally. Defaults to `True`.
+        stateful_callbacks: list of callbacks whose state is backed up and
+            restored with the model. Defaults to `None`.
     """
 
     METADATA = "training_metadata.json"
 
-    def __init__(self, backup_dir, save_freq="epoch", delete_checkpoint=True):
+    def __init__(
+        self,
+        backup_dir,
+        save_freq="epoch",
+        delete_checkpoint=True,
+        stateful_callbacks=None,
+    ):
         super().__init__()
         if not backup_dir:
             raise ValueError(
@@ -156,6 +177,17 @@ class BackupAndRestore(keras.callbacks.Callback):
         self.backup_dir = os.fspath(backup_dir)
         self.save_freq = save_freq
         self.delete_checkpoint = delete_checkpoint
+        self.stateful_callbacks = list(stateful_callbacks or [])
+        for callback in self.stateful_callbacks:
+            if not (
+                callable(getattr(callback, "get_state", None))
+                and callable(getattr(callback, "set_state", None))
+            ):
+                raise ValueError(
+                    "Every entry of `stateful_callbacks` needs `get_state()` "
+                    "and `set_state(state)` methods. Received: "
+                    f"stateful_callbacks entry {callback!r}"
+                )
         self._epoch = 0
         self._steps_since_save = 0
         self._count = 0
@@ -184,6 +216,19 @@ class BackupAndRestore(keras.callbacks.Callback):
             )
         for variable, state in zip(variables, states or []):
             variable.assign(np.asarray(state, variable.dtype))
+        callback_states = metadata.get("callback_states")
+        if callback_states is not None:
+            if len(callback_states) != len(self.stateful_callbacks):
+                raise ValueError(
+                    f"The backup in '{self.backup_dir}' holds the state of "
+                    f"{len(callback_states)} callbacks but "
+                    f"{len(self.stateful_callbacks)} were given. Received: "
+                    f"stateful_callbacks={self.stateful_callbacks!r}"
+                )
+            for callback, state in zip(
+                self.stateful_callbacks, callback_states
+            ):
+                callback.set_state(state)
         # `fit` starts at this epoch (the attribute Keras's callback sets).
         self.model._initial_epoch = metadata["epoch"]
 
@@ -205,6 +250,15 @@ class BackupAndRestore(keras.callbacks.Callback):
     def on_train_end(self, logs=None):
         if self.delete_checkpoint and os.path.isdir(self.backup_dir):
             shutil.rmtree(self.backup_dir)
+
+    def initial_epoch(self):
+        """The epoch a run started now begins at: the backup's, else 0.
+
+        Read it before `fit` to start a data stream where the backup left
+        off (see `epoch_shuffled_batches`).
+        """
+        metadata = self.read_metadata()
+        return 0 if metadata is None else int(metadata["epoch"])
 
     def read_metadata(self):
         """The last committed backup's metadata dict, or `None`."""
@@ -230,6 +284,9 @@ class BackupAndRestore(keras.callbacks.Callback):
                 np.asarray(keras.ops.convert_to_numpy(v)).tolist()
                 for v in _seed_states(self.model)
             ],
+            "callback_states": [
+                callback.get_state() for callback in self.stateful_callbacks
+            ],
         }
         atomic_write_text(
             os.path.join(self.backup_dir, self.METADATA), json.dumps(metadata)
@@ -240,6 +297,142 @@ class BackupAndRestore(keras.callbacks.Callback):
             )
             if os.path.isfile(old):
                 os.remove(old)
+
+
+class ModelCheckpoint(keras.callbacks.ModelCheckpoint):
+    """`keras.callbacks.ModelCheckpoint` that never leaves a half-written file.
+
+    Same arguments and behaviour as Keras's callback, but each file is
+    written under a temporary name in its folder and renamed over the final
+    name (`keras_attention.utils.files.atomic_path`). Keras's callback
+    writes in place (`overwrite=True`), so a run killed during the write of
+    `checkpoint.weights.h5` leaves a truncated file, and a later run that
+    loads "the best checkpoint" fails or, worse, reads the half-written
+    one. Here a kill leaves the previous checkpoint whole (and at most a
+    stray `.<name>.tmp-*` file that nothing loads).
+
+    With `save_best_only=True` the best value seen so far is the
+    callback's state: `get_state()` / `set_state(state)` let
+    `BackupAndRestore(stateful_callbacks=[checkpoint])` carry it across an
+    interrupted run, so a resumed run does not overwrite a better
+    checkpoint with the first epoch it trains.
+
+    Args:
+        filepath: str. As in `keras.callbacks.ModelCheckpoint` (ends in
+            `.keras`, or `.weights.h5` with `save_weights_only=True`; may
+            hold `{epoch}` and log keys).
+        **kwargs: the other arguments of `keras.callbacks.ModelCheckpoint`
+            (`monitor`, `save_best_only`, `save_weights_only`, `mode`,
+            `save_freq`, `initial_value_threshold`, `verbose`).
+
+    Example:
+
+    ```python
+    checkpoint = ModelCheckpoint(
+        "runs/checkpoint.weights.h5",
+        monitor="val_accuracy",
+        save_best_only=True,
+        save_weights_only=True,
+    )
+    backup = BackupAndRestore("runs/backup", stateful_callbacks=[checkpoint])
+    model.fit(x, y, validation_data=dev, callbacks=[checkpoint, backup])
+    ```
+    """
+
+    def _save_model(self, epoch, batch, logs):
+        filepath = self._get_file_path(epoch, batch, logs)
+        if os.path.isdir(filepath):
+            raise IOError(
+                "ModelCheckpoint needs a file path, not a folder. Received: "
+                f"filepath={filepath!r}"
+            )
+        if not self._should_save_model(epoch, batch, logs, filepath):
+            return
+        atomic_save(self.model, filepath, weights_only=self.save_weights_only)
+        if self.verbose > 0:
+            print(f"\nEpoch {epoch + 1}: saved the model to {filepath}")
+
+    def get_state(self):
+        """`{"best": float or None}`, the best monitored value so far."""
+        best = self.best
+        return {"best": None if best is None else float(best)}
+
+    def set_state(self, state):
+        self.best = state["best"]
+
+
+def epoch_shuffled_batches(x, y, batch_size, seed=0, initial_epoch=0):
+    """An endless stream of array batches, each epoch in a seeded order.
+
+    `model.fit(x, y, shuffle=True)` draws each epoch's order from the
+    global random state, so a run resumed at epoch `e` from a backup sees
+    the order of a first epoch, not the order epoch `e` had in an
+    uninterrupted run, and ends with other weights. Here epoch `e` always
+    takes `np.random.default_rng([seed, e]).permutation(n)`, and the stream
+    starts at `initial_epoch`: give it `BackupAndRestore.initial_epoch()`
+    and `fit(..., steps_per_epoch=steps_per_epoch)`. The order is fixed by
+    the position in the stream, so data prefetching cannot change it.
+
+    Args:
+        x: an array or a dict (or list) of arrays with the same first
+            dimension `n`.
+        y: an array (or structure of arrays) with first dimension `n`, or
+            `None`.
+        batch_size: int. The last batch of an epoch holds the remainder.
+        seed: int. Defaults to `0`.
+        initial_epoch: int. The epoch the stream starts at. Defaults to
+            `0`.
+
+    Returns:
+        `(generator, steps_per_epoch)`: a generator of `(x, y)` batches
+        (`x` batches when `y` is `None`) and the number of batches per
+        epoch.
+
+    Example:
+
+    ```python
+    backup = BackupAndRestore("runs/backup")
+    batches, steps = epoch_shuffled_batches(
+        x, y, batch_size=32, seed=1337, initial_epoch=backup.initial_epoch()
+    )
+    model.fit(batches, steps_per_epoch=steps, epochs=10, callbacks=[backup])
+    ```
+    """
+    check_positive_int("batch_size", batch_size)
+    if isinstance(initial_epoch, bool) or not isinstance(initial_epoch, int):
+        raise ValueError(
+            "Argument `initial_epoch` must be a non-negative int. Received: "
+            f"initial_epoch={initial_epoch!r}"
+        )
+    if initial_epoch < 0:
+        raise ValueError(
+            "Argument `initial_epoch` must be a non-negative int. Received: "
+            f"initial_epoch={initial_epoch!r}"
+        )
+    lengths = {len(a) for a in keras.tree.flatten((x, y))}
+    if len(lengths) != 1 or 0 in lengths:
+        raise ValueError(
+            "Every array of `x` and `y` must have the same, non-zero "
+            f"length. Received: lengths {sorted(lengths)}"
+        )
+    count = lengths.pop()
+    steps_per_epoch = math.ceil(count / batch_size)
+
+    def take(rows):
+        batch_x = keras.tree.map_structure(lambda a: a[rows], x)
+        if y is None:
+            return batch_x
+        return batch_x, keras.tree.map_structure(lambda a: a[rows], y)
+
+    def stream():
+        epoch = initial_epoch
+        while True:
+            order = np.random.default_rng([seed, epoch]).permutation(count)
+            for start in range(0, count, batch_size):
+                yield take(order[start : start + batch_size])
+            epoch += 1
+
+    return stream(), steps_per_epoch
 
 
 def _seed_states(model):

@@ -14,8 +14,11 @@ Writes to `--output-dir`: `model.keras` (the weights with the best dev
 accuracy), `vocabulary.txt`, `config.json`, `metrics.json` (dev and test
 accuracy, training time, trainable parameters, training pairs per second,
 backend, model, dataset) and, during training, `checkpoint.weights.h5` and a
-`backup/` folder for resuming an interrupted run. `--smoke` trains one
-epoch on a few dozen pairs, to check the pipeline in seconds.
+`backup/` folder for resuming an interrupted run: run the same command
+again and training continues from the last completed epoch, with the same
+batch order, random draws and best checkpoint as an uninterrupted run.
+`--smoke` trains on a few dozen pairs (one epoch unless `--epochs` is
+given), to check the pipeline in seconds.
 
 Several devices, mixed precision and XLA: `--strategy`, `--mixed-precision`
 and `--jit-compile`, as in the translation application (see
@@ -36,6 +39,8 @@ from keras_attention import data
 from keras_attention import distribute
 from keras_attention import models
 from keras_attention.callbacks import BackupAndRestore
+from keras_attention.callbacks import ModelCheckpoint
+from keras_attention.callbacks import epoch_shuffled_batches
 from keras_attention.utils import files
 
 
@@ -54,7 +59,7 @@ class Config:
     max_length: int = 100  # longer sentences are cut (and counted)
     output_dir: str = "runs/nli"
     seed: int = 1337
-    smoke: bool = False  # a few dozen pairs, one epoch
+    smoke: bool = False  # a few dozen pairs (one epoch unless --epochs)
     strategy: str = "auto"  # see keras_attention.distribute.STRATEGIES
     mixed_precision: str = "none"  # "none", "float16" or "bfloat16"
     jit_compile: str = "auto"  # "auto", "true" or "false"
@@ -230,6 +235,13 @@ class TrainingTimer(keras.callbacks.Callback):
     def on_train_begin(self, logs=None):
         self.epoch_seconds = []
 
+    # Backed up with the model: a resumed run reports every epoch.
+    def get_state(self):
+        return {"epoch_seconds": list(self.epoch_seconds)}
+
+    def set_state(self, state):
+        self.epoch_seconds = list(state["epoch_seconds"])
+
 
 def make_optimizer(config):
     rate = config.learning_rate or DEFAULT_LEARNING_RATES[config.optimizer]
@@ -279,29 +291,39 @@ def train(config):
 
     checkpoint = os.path.join(config.output_dir, "checkpoint.weights.h5")
     timer = TrainingTimer()
-    callbacks = [
-        keras.callbacks.ModelCheckpoint(
-            checkpoint,
-            monitor="val_accuracy",
-            save_best_only=True,
-            save_weights_only=True,
-        ),
-        BackupAndRestore(os.path.join(config.output_dir, "backup")),
-        timer,
-    ]
+    best = ModelCheckpoint(
+        checkpoint,
+        monitor="val_accuracy",
+        save_best_only=True,
+        save_weights_only=True,
+    )
     (x_train, y_train), dev = arrays["train"], arrays["dev"]
     # Under jax DataParallel every batch must divide among the devices: at
     # most (devices - 1) training and dev pairs are left out of training.
     distribute.check_batch_size(config.batch_size)
     x_train, y_train = distribute.trim_to_batch_multiple((x_train, y_train))
-    start = time.perf_counter()
-    model.fit(
+    backup = BackupAndRestore(
+        os.path.join(config.output_dir, "backup"),
+        stateful_callbacks=[best, timer],
+    )
+    # Each epoch's order depends on the seed and the epoch only, and the
+    # stream starts at the backup's epoch: a resumed run sees the batches
+    # an uninterrupted run sees.
+    batches, steps_per_epoch = epoch_shuffled_batches(
         x_train,
         y_train,
+        config.batch_size,
+        seed=config.seed,
+        initial_epoch=backup.initial_epoch(),
+    )
+    callbacks = [best, timer, backup]
+    start = time.perf_counter()
+    model.fit(
+        batches,
+        steps_per_epoch=steps_per_epoch,
+        shuffle=False,  # the stream is shuffled, one order per epoch
         validation_data=distribute.trim_to_batch_multiple(dev),
-        epochs=1 if config.smoke else config.epochs,
-        batch_size=config.batch_size,
-        shuffle=True,
+        epochs=config.epochs,
         callbacks=callbacks,
         verbose=config.verbose,
     )
@@ -353,7 +375,12 @@ def parse_args(argv=None):
         "--dataset", choices=("sick", "snli"), default=defaults.dataset
     )
     parser.add_argument("--data-dir", default=defaults.data_dir)
-    parser.add_argument("--epochs", type=int, default=defaults.epochs)
+    parser.add_argument(
+        "--epochs",
+        type=int,
+        default=None,
+        help=f"Default {defaults.epochs}, or 1 with --smoke.",
+    )
     parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
     parser.add_argument(
         "--optimizer", choices=("adam", "adagrad"), default=defaults.optimizer
@@ -373,6 +400,8 @@ def parse_args(argv=None):
             f"--intra needs --model decomposable. Received: --model "
             f"{args.model}"
         )
+    if args.epochs is None:
+        args.epochs = 1 if args.smoke else defaults.epochs
     return Config(**{k.replace("-", "_"): v for k, v in vars(args).items()})
 
 

@@ -16,8 +16,11 @@ Writes to `--output-dir`: `model.keras` (the weights with the best dev
 Pearson r), `vocabulary.txt`, `config.json`, `metrics.json` (test Pearson,
 Spearman and MSE, the same on dev, training time, trainable parameters,
 backend, selection rate) and, during training, `checkpoint.keras` and a
-`backup/` folder for resuming. `--smoke` trains one epoch on a few dozen
-pairs, to check the pipeline in seconds.
+`backup/` folder for resuming: run the same command again and training
+continues from the last completed epoch, with the same batch order, random
+draws and best checkpoint as an uninterrupted run. `--smoke` trains on a
+few dozen pairs (one epoch unless `--epochs` is given), to check the
+pipeline in seconds.
 
 Several devices, mixed precision and XLA: `--strategy`, `--mixed-precision`
 and `--jit-compile`, as in the translation application (see
@@ -39,6 +42,7 @@ from keras_attention import data
 from keras_attention import distribute
 from keras_attention import models
 from keras_attention.callbacks import BackupAndRestore
+from keras_attention.callbacks import epoch_shuffled_batches
 from keras_attention.utils import files
 
 
@@ -58,7 +62,7 @@ class Config:
     time_limit_minutes: float = 28.0  # stop training after this long
     output_dir: str = "runs/relatedness"
     seed: int = 1337
-    smoke: bool = False  # a few dozen pairs, one epoch
+    smoke: bool = False  # a few dozen pairs (one epoch unless --epochs)
     strategy: str = "auto"  # see keras_attention.distribute.STRATEGIES
     mixed_precision: str = "none"  # "none", "float16" or "bfloat16"
     jit_compile: str = "auto"  # "auto", "true" or "false"
@@ -177,6 +181,15 @@ class DevCorrelation(keras.callbacks.Callback):
     def on_train_begin(self, logs=None):
         self.start = time.perf_counter()
 
+    # Backed up with the model, so that a resumed run keeps a better
+    # checkpoint from before the interruption and reports every epoch.
+    def get_state(self):
+        return {"best": float(self.best), "history": list(self.history)}
+
+    def set_state(self, state):
+        self.best = state["best"]
+        self.history = list(state["history"])
+
     def on_epoch_end(self, epoch, logs=None):
         result = correlations(self.model, self.x, self.scores)
         self.history.append(result["pearson"])
@@ -247,17 +260,27 @@ def train(config):
         checkpoint,
         60 * config.time_limit_minutes,
     )
-    callbacks = [
-        tracker,
-        BackupAndRestore(os.path.join(config.output_dir, "backup")),
-    ]
-    start = time.perf_counter()
-    model.fit(
+    backup = BackupAndRestore(
+        os.path.join(config.output_dir, "backup"),
+        stateful_callbacks=[tracker],
+    )
+    # Each epoch's order depends on the seed and the epoch only, and the
+    # stream starts at the backup's epoch: a resumed run sees the batches
+    # an uninterrupted run sees.
+    batches, steps_per_epoch = epoch_shuffled_batches(
         x_train,
         models.relatedness_target(scores_train),
-        epochs=1 if config.smoke else config.epochs,
-        batch_size=config.batch_size,
-        shuffle=True,
+        config.batch_size,
+        seed=config.seed,
+        initial_epoch=backup.initial_epoch(),
+    )
+    callbacks = [tracker, backup]
+    start = time.perf_counter()
+    model.fit(
+        batches,
+        steps_per_epoch=steps_per_epoch,
+        shuffle=False,  # the stream is shuffled, one order per epoch
+        epochs=config.epochs,
         callbacks=callbacks,
         verbose=config.verbose,
     )
@@ -297,7 +320,12 @@ def parse_args(argv=None):
         "--model", choices=sorted(MODEL_BUILDERS), default=defaults.model
     )
     parser.add_argument("--data-dir", default=defaults.data_dir)
-    parser.add_argument("--epochs", type=int, default=defaults.epochs)
+    parser.add_argument(
+        "--epochs",
+        type=int,
+        default=None,
+        help=f"Default {defaults.epochs}, or 1 with --smoke.",
+    )
     parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
     parser.add_argument(
         "--learning-rate", type=float, default=defaults.learning_rate
@@ -321,6 +349,8 @@ def parse_args(argv=None):
     parser.add_argument("--verbose", type=int, default=defaults.verbose)
     distribute.add_arguments(parser)
     args = parser.parse_args(argv)
+    if args.epochs is None:
+        args.epochs = 1 if args.smoke else defaults.epochs
     return Config(**{k.replace("-", "_"): v for k, v in vars(args).items()})
 
 

@@ -22,7 +22,9 @@ Set the backend with KERAS_BACKEND (tensorflow, jax or torch). The output
 directory receives `model.keras`, `tokenizer.model`, `training.json`,
 `metrics.json`, per-epoch weight checkpoints, TensorBoard logs and a
 BackupAndRestore directory (an interrupted run resumes from its last
-epoch).
+epoch when the same command is run again). `--smoke` backs up too: a
+resumed copy-task run continues the same stream of batches and ends with
+the weights of an uninterrupted one. `--smoke-epochs` sets its epochs.
 """
 
 import argparse
@@ -105,6 +107,12 @@ def parse_args(argv=None):
         default=None,
         help="Training steps of the copy task (default 600).",
     )
+    parser.add_argument(
+        "--smoke-epochs",
+        type=int,
+        default=None,
+        help="Epochs the copy task's steps are split into (default 4).",
+    )
     args = parser.parse_args(argv)
     values = dataclasses.asdict(defaults)
     if args.demo:
@@ -161,12 +169,26 @@ def copy_task(count, rng, symbols=16, min_length=3, max_length=8):
     return rows
 
 
-def run_smoke(config, steps=None, scope=None):
+def run_smoke(config, steps=None, scope=None, epochs=None):
     """Trains on copying random sequences; reports exact-match accuracy.
 
-    Writes `model.keras` and `metrics.json` to `config.output_dir`.
+    Writes `model.keras` and `metrics.json` to `config.output_dir`, and a
+    `backup/` folder while training (a run started again with the same
+    command resumes from its last completed epoch).
     """
     steps = steps or 600
+    epochs = epochs or 4
+    for name, value in (("smoke_steps", steps), ("smoke_epochs", epochs)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(
+                f"Argument `{name}` must be a positive int. "
+                f"Received: {name}={value!r}"
+            )
+    if steps < epochs:
+        raise ValueError(
+            "The copy task needs at least one step per epoch. Received: "
+            f"smoke_steps={steps}, smoke_epochs={epochs}"
+        )
     scope = scope or distribute.strategy_scope(config.strategy)
     # Workers other than the chief write to a temporary folder.
     config.output_dir = distribute.worker_path(config.output_dir)
@@ -182,6 +204,15 @@ def run_smoke(config, steps=None, scope=None):
     config.warmup_steps = 100
     config.learning_rate_scale = 0.5
     config.label_smoothing = 0.0
+    backup = callbacks.BackupAndRestore(
+        os.path.join(config.output_dir, "backup")
+    )
+    # One endless stream of batches split into epochs: a resumed run skips
+    # the batches of the epochs its backup has done.
+    steps_per_epoch = steps // epochs
+    steps = steps_per_epoch * epochs
+    done = backup.initial_epoch()
+    dataset = dataset.repeat().skip(done * steps_per_epoch)
     with scope:
         model = Transformer(
             vocabulary_size=20,
@@ -196,9 +227,10 @@ def run_smoke(config, steps=None, scope=None):
         compile_model(model, config)
     start = time.monotonic()
     model.fit(
-        dataset.repeat(),
-        steps_per_epoch=steps // 4,
-        epochs=4,
+        dataset,
+        steps_per_epoch=steps_per_epoch,
+        epochs=epochs,
+        callbacks=[backup],
         verbose=2,
     )
     seconds = time.monotonic() - start
@@ -311,7 +343,7 @@ def run_multi30k(config, scope=None):
         callbacks=[
             time_limit,
             EpochTimer(),
-            keras.callbacks.ModelCheckpoint(
+            callbacks.ModelCheckpoint(
                 os.path.join(checkpoints, "epoch-{epoch:03d}.weights.h5"),
                 save_weights_only=True,
             ),
@@ -380,7 +412,7 @@ def main(argv=None):
     scope = distribute.strategy_scope(config.strategy)
     distribute.set_mixed_precision(config.mixed_precision)
     if args.smoke:
-        return run_smoke(config, args.smoke_steps, scope)
+        return run_smoke(config, args.smoke_steps, scope, args.smoke_epochs)
     available = data_available(config.data_dir)
     if available is not True:
         if not args.demo:

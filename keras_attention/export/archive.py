@@ -11,9 +11,11 @@ the exported graph holds the trained weights and only standard TensorFlow
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+import uuid
 
 import keras
 
@@ -44,6 +46,36 @@ def version_path(export_dir, version):
             f"Version {version} already exists in '{export_dir}'; export "
             f"to a new version. Received: version={version}"
         )
+    return path
+
+
+def save_version(module, path, signatures):
+    """`tf.saved_model.save` to a version folder, never seen half-written.
+
+    The SavedModel is written to a hidden sibling folder
+    (`.<version>.tmp-<random>`, which TensorFlow Serving ignores: it loads
+    folders named by integers) and renamed to `path` once complete. A
+    process killed during the save leaves no version folder (at worst a
+    hidden temporary one), so a server never loads a partial version and a
+    later export to the same version is not refused.
+
+    Returns:
+        `path`.
+    """
+    import tensorflow as tf
+
+    path = os.path.abspath(os.fspath(path))
+    parent, name = os.path.split(path)
+    os.makedirs(parent, exist_ok=True)
+    tmp = os.path.join(parent, f".{name}.tmp-{uuid.uuid4().hex[:8]}")
+    try:
+        tf.saved_model.save(module, tmp, signatures=signatures)
+        if os.path.isdir(path):
+            os.rmdir(path)  # empty: `version_path` refuses a full one
+        os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     return path
 
 

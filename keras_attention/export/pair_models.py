@@ -12,6 +12,13 @@ Signatures (`serving_default`):
 - regressor (relatedness): `sentence_a`, `sentence_b` (`tf.string`,
   `[None]`) -> `score` (`tf.float32`, `[None]`, on the 1-5 scale).
 
+Each input must be a 1-D batch, and the two batches must be the same size;
+otherwise the signature fails with an `InvalidArgumentError` that names the
+input and the received rank or sizes. A non-string input is refused by
+TensorFlow before the graph runs ("input #1(zero-based) was expected to be
+a string tensor but is a int32 tensor"; inputs are numbered in sorted name
+order).
+
 Serving rules, row by row (one row never changes another's result):
 
 - Bytes that are not valid UTF-8 are replaced by U+FFFD (an unknown word).
@@ -68,6 +75,49 @@ class PairModule(tf.Module):
         )
         return {"serving_default": function.get_concrete_function()}
 
+    def check_inputs(self, first, second):
+        """The two batches, after in-graph checks of their rank and size.
+
+        The signature declares `[None]`, but a loaded signature checks
+        only the dtype of what it is given: a scalar or a `[N, 1]` batch
+        would reach the tokenizer. A wrong rank, or batches of different
+        sizes, fail here with an `InvalidArgumentError` that names the
+        input and prints the received rank or sizes. (`tf.rank` would be
+        folded to the traced rank 1; counting the entries of the runtime
+        shape is not.)
+        """
+        checks = []
+        for name, sentences in zip(self.input_names, (first, second)):
+            shape = tf.shape(sentences)
+            rank = tf.math.count_nonzero(shape >= 0, dtype=tf.int32)
+            checks.append(
+                tf.debugging.Assert(
+                    tf.equal(rank, 1),
+                    [
+                        f"Input `{name}` must be a 1-D batch of strings "
+                        f"[batch]. Received: {name} of rank",
+                        rank,
+                        "and shape",
+                        shape,
+                    ],
+                )
+            )
+        with tf.control_dependencies(checks):
+            sizes = [tf.shape(first)[0], tf.shape(second)[0]]
+            a, b = self.input_names
+            same = tf.debugging.Assert(
+                tf.equal(sizes[0], sizes[1]),
+                [
+                    f"Inputs `{a}` and `{b}` must hold the same number of "
+                    f"sentences. Received: {a} with",
+                    sizes[0],
+                    f"sentences and {b} with",
+                    sizes[1],
+                ],
+            )
+        with tf.control_dependencies([same]):
+            return tf.identity(first), tf.identity(second)
+
     def token_ids(self, sentences):
         """Int32 ids `(B, T)`, at least one column, 0-padded."""
         words = text.tokenize_words(text.clean_utf8(sentences))
@@ -78,6 +128,7 @@ class PairModule(tf.Module):
         return tf.pad(ids, [[0, 0], [0, missing]])
 
     def _predict(self, first, second):
+        first, second = self.check_inputs(first, second)
         inputs = {
             self.input_names[0]: self.token_ids(first),
             self.input_names[1]: self.token_ids(second),
@@ -206,8 +257,7 @@ def _export_pair(
                 )
     max_length = max_length or DEFAULT_MAX_LENGTH
     module = PairModule(model, vocabulary, max_length, input_names, head)
-    tf.saved_model.save(module, path, signatures=module.signatures())
-    return path
+    return archive.save_version(module, path, module.signatures())
 
 
 def read_vocabulary(path):

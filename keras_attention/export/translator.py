@@ -247,7 +247,7 @@ def export_translator(
     _check_vocabulary_size(model, proto)
     module = TranslatorModule(model, proto, beam_size, alpha, max_extra_length)
     with core_slice_update():
-        tf.saved_model.save(module, path, signatures=module.signatures())
+        archive.save_version(module, path, module.signatures())
     return path
 
 

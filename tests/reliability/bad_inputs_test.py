@@ -11,6 +11,7 @@ import collections
 import importlib.util
 import pathlib
 
+import keras
 import numpy as np
 import pytest
 
@@ -638,6 +639,121 @@ def test_bad_input_gets_a_clear_error(name, capsys, tmp_path, monkeypatch):
     assert argument in message, message
     assert value in message, message
     assert "Traceback" not in message
+
+
+# --- serving signatures ---
+# Calls to the `serving_default` signature of an exported NLI classifier
+# (inputs `premise`, `hypothesis`: `tf.string`, `[None]`), loaded with
+# `tf.saved_model.load`. Each row: keyword inputs (as nested lists and
+# dtypes), the exception type's name, and texts the message must hold.
+# Wrong dtypes are refused by TensorFlow before any graph op runs: the
+# message gives the position of the input in sorted name order
+# (`hypothesis` is #0, `premise` #1), the expected and the received dtype,
+# and no name; nothing in the SavedModel can change it.
+SERVING_CASES = {
+    "premise_int": (
+        dict(premise=([1, 2], "int32"), hypothesis=(["a", "b"], "string")),
+        "InvalidArgumentError",
+        ["input #1", "string tensor but is a int32 tensor"],
+    ),
+    "hypothesis_float": (
+        dict(premise=(["a"], "string"), hypothesis=([1.5], "float32")),
+        "InvalidArgumentError",
+        ["input #0", "string tensor but is a float tensor"],
+    ),
+    "premise_scalar": (
+        dict(premise=("a", "string"), hypothesis=(["a"], "string")),
+        "InvalidArgumentError",
+        ["Input `premise` must be a 1-D batch", "of rank] [0]"],
+    ),
+    "premise_column": (
+        dict(
+            premise=([["a"], ["b"]], "string"),
+            hypothesis=(["a", "b"], "string"),
+        ),
+        "InvalidArgumentError",
+        ["Input `premise` must be a 1-D batch", "of rank] [2]", "[2 1]"],
+    ),
+    "hypothesis_column": (
+        dict(
+            premise=(["a", "b"], "string"),
+            hypothesis=([["a"], ["b"]], "string"),
+        ),
+        "InvalidArgumentError",
+        ["Input `hypothesis` must be a 1-D batch", "of rank] [2]", "[2 1]"],
+    ),
+    "batch_sizes_differ": (
+        dict(
+            premise=(["a", "b"], "string"),
+            hypothesis=(["a", "b", "c"], "string"),
+        ),
+        "InvalidArgumentError",
+        ["`premise` and `hypothesis` must hold the same number", "[2]", "[3]"],
+    ),
+    "missing_hypothesis": (
+        dict(premise=(["a"], "string")),
+        "TypeError",
+        ["missing a required argument: 'hypothesis'"],
+    ),
+    "unknown_input_name": (
+        dict(
+            premise=(["a"], "string"),
+            hypothesis=(["a"], "string"),
+            sentence=(["a"], "string"),
+        ),
+        "TypeError",
+        ["unexpected keyword argument 'sentence'"],
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def serving_signature(tmp_path_factory):
+    import tensorflow as tf
+
+    from keras_attention import export as export_package
+
+    folder = tmp_path_factory.mktemp("served")
+    path = export_package.export_classifier(
+        tiny_classifier(),
+        folder,
+        vocabulary=["<pad>", "<unk>", "a", "b", "c", "d"],
+    )
+    # Written through a temporary folder: only the version is left.
+    assert sorted(p.name for p in folder.iterdir()) == ["1"]
+    loaded = tf.saved_model.load(path)
+    # Keep `loaded` alive while the signature is used.
+    return loaded, loaded.signatures["serving_default"]
+
+
+@pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow",
+    reason="the exported graph is the same from every backend (jax and "
+    "torch export through a tensorflow subprocess); checked once",
+)
+@pytest.mark.parametrize("name", sorted(SERVING_CASES))
+def test_serving_signature_bad_input_gets_a_clear_error(
+    name, serving_signature
+):
+    import tensorflow as tf
+
+    _, signature = serving_signature
+    inputs, error, texts = SERVING_CASES[name]
+    tensors = {
+        key: tf.constant(value, dtype=dtype)
+        for key, (value, dtype) in inputs.items()
+    }
+    with pytest.raises(Exception) as info:
+        signature(**tensors)
+    assert type(info.value).__name__ == error, repr(info.value)
+    message = str(info.value)
+    for text in texts:
+        assert text in message, message
+    # A good call on the same signature still answers.
+    answer = signature(
+        premise=tf.constant(["a b", ""]), hypothesis=tf.constant(["c", "d"])
+    )
+    assert tuple(answer["probabilities"].shape) == (2, 3)
 
 
 def test_catalogue_covers_every_kind_of_entry_point():

@@ -1,0 +1,228 @@
+"""Each application's train.py, killed mid-epoch, resumes to the same model.
+
+Every application's `train.py` is run, in small settings with a fixed seed,
+in three fresh processes:
+
+1. uninterrupted, to the end;
+2. killed with SIGKILL at a fixed optimizer step in the middle of its
+   second epoch;
+3. started again with the exact command (and output folder) of run 2.
+
+Run 3 must resume from the backup of run 2 (the end of epoch 1), finish
+with the optimizer step count of run 1, and write a `model.keras` whose
+weights and optimizer state match run 1's within 1e-6. The NLI and
+relatedness runs keep the best dev checkpoint, so this also checks that
+the best score seen before the kill survives it, and all three check that
+each epoch's batches come in the order of an uninterrupted run.
+
+The kill comes from a wrapper that runs the unmodified script with
+`runpy` and adds one callback to `keras.Model.fit` when
+`KILL_AT_STEP` is set: all three runs use the same command line, and the
+applications carry no test code.
+"""
+
+import io
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import zipfile
+
+import h5py
+import keras
+import numpy as np
+import pytest
+
+from keras_attention import data
+
+BACKEND = keras.backend.backend()
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+WRAPPER = r"""
+import os, runpy, signal, sys
+import keras
+
+kill_at_step = int(os.environ.get("KILL_AT_STEP", "0"))
+
+
+class KillAtStep(keras.callbacks.Callback):
+    def on_train_batch_end(self, batch, logs=None):
+        iterations = self.model.optimizer.iterations
+        if int(keras.ops.convert_to_numpy(iterations)) == kill_at_step:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+fit = keras.Model.fit
+
+
+def fit_then_maybe_kill(self, *args, **kwargs):
+    if kill_at_step:
+        kwargs["callbacks"] = list(kwargs.get("callbacks") or [])
+        kwargs["callbacks"].append(KillAtStep())
+    history = fit(self, *args, **kwargs)
+    # The optimizer's step count when `fit` returns.
+    steps = keras.ops.convert_to_numpy(self.optimizer.iterations)
+    with open(os.environ["FIT_STEPS_FILE"], "a") as f:
+        f.write(f"{int(steps)}\n")
+    return history
+
+
+keras.Model.fit = fit_then_maybe_kill
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+# name: (flags, steps per epoch, epochs). Small models, a fixed seed.
+APPLICATIONS = {
+    "translation": (
+        ["--smoke", "--smoke-steps", "12", "--smoke-epochs", "3"],
+        4,
+        3,
+    ),
+    "nli": (
+        ["--smoke", "--dataset", "sick", "--epochs", "2", "--batch-size"]
+        + ["8", "--hidden-dim", "8", "--verbose", "0"],
+        8,  # 64 pairs
+        2,
+    ),
+    "relatedness": (
+        ["--smoke", "--epochs", "2", "--batch-size", "8", "--hidden-dim"]
+        + ["8", "--verbose", "0"],
+        8,
+        2,
+    ),
+}
+SEED = ["--seed", "5"]
+
+
+def data_available():
+    try:
+        data.get_file("sick/SICK_train.txt")
+        data.get_file("glove/glove.6B.50d.subset.txt.gz")
+    except (FileNotFoundError, ValueError, OSError):
+        return False
+    return True
+
+
+def start(tmp_path, name, output_dir, kill_at_step=None):
+    flags, _, _ = APPLICATIONS[name]
+    wrapper = tmp_path / "run_with_kill.py"
+    wrapper.write_text(WRAPPER)
+    env = dict(os.environ, KERAS_BACKEND=BACKEND, TF_CPP_MIN_LOG_LEVEL="3")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    env["FIT_STEPS_FILE"] = str(output_dir.parent / f"{output_dir.name}.steps")
+    env.pop("KILL_AT_STEP", None)
+    if kill_at_step:
+        env["KILL_AT_STEP"] = str(kill_at_step)
+    script = ROOT / "applications" / name / "train.py"
+    command = [sys.executable, str(wrapper), str(script)]
+    command += flags + SEED + ["--output-dir", str(output_dir)]
+    log = open(output_dir.parent / f"{output_dir.name}.log", "w")
+    process = subprocess.Popen(
+        command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path
+    )
+    process.log = log
+    return process
+
+
+def finish(process, timeout=600):
+    try:
+        process.wait(timeout=timeout)
+    finally:
+        process.log.close()
+    text = pathlib.Path(process.log.name).read_text()
+    return process.returncode, text[-3000:]
+
+
+def saved_state(path):
+    """`{dataset path: array}` of the weights file inside a `.keras`."""
+    with zipfile.ZipFile(path) as archive:
+        weights = archive.read("model.weights.h5")
+    arrays = {}
+    with h5py.File(io.BytesIO(weights), "r") as f:
+        f.visititems(
+            lambda name, item: (
+                arrays.__setitem__(name, item[()])
+                if isinstance(item, h5py.Dataset)
+                else None
+            )
+        )
+    return arrays
+
+
+@pytest.mark.skipif(
+    BACKEND == "torch",
+    reason="run on tensorflow and jax; torch trains with the same Keras "
+    "loop and callbacks, and its determinism is in determinism_test.py",
+)
+@pytest.mark.skipif(
+    not data_available(),
+    reason="staged data not found (set KERAS_ATTENTION_DATA)",
+)
+def test_killed_applications_resume_to_the_uninterrupted_model(tmp_path):
+    names = sorted(APPLICATIONS)
+    reference = {n: tmp_path / f"{n}_reference" for n in names}
+    resumed = {n: tmp_path / f"{n}_resumed" for n in names}
+    kill_steps = {n: APPLICATIONS[n][1] + 2 for n in names}
+    # The uninterrupted and the killed runs of all three at once.
+    runs = {(n, "reference"): start(tmp_path, n, reference[n]) for n in names}
+    runs.update(
+        {
+            (n, "killed"): start(tmp_path, n, resumed[n], kill_steps[n])
+            for n in names
+        }
+    )
+    results = {key: finish(process) for key, process in runs.items()}
+    metadata = {}
+    for name in names:
+        code, log = results[name, "reference"]
+        assert code == 0, f"{name}: {log}"
+        code, log = results[name, "killed"]
+        assert code == -signal.SIGKILL, f"{name}: {log}"
+        # Killed in epoch 2, before any model was written: the last
+        # backup is the end of epoch 1, one weights file, committed.
+        assert not (resumed[name] / "model.keras").exists(), name
+        backup = resumed[name] / "backup"
+        metadata[name] = json.loads(
+            (backup / "training_metadata.json").read_text()
+        )
+        assert metadata[name]["epoch"] == 1, name
+        assert sorted(os.listdir(backup)) == [
+            metadata[name]["weights"],
+            "training_metadata.json",
+        ], name
+
+    # The same command again.
+    again = {n: start(tmp_path, n, resumed[n]) for n in names}
+    for name, process in again.items():
+        code, log = finish(process)
+        assert code == 0, f"{name}: {log}"
+        # Resumed, not restarted: epoch 1 is not trained again.
+        if name == "translation":
+            assert "Epoch 1/" not in log, log
+        # The backup is removed when training ends normally, and no
+        # temporary file is left behind.
+        assert not (resumed[name] / "backup").exists(), name
+        leftovers = [p for p in os.listdir(resumed[name]) if ".tmp-" in p]
+        assert not leftovers, (name, leftovers)
+
+    for name in names:
+        _, steps_per_epoch, epochs = APPLICATIONS[name]
+        expected = saved_state(reference[name] / "model.keras")
+        actual = saved_state(resumed[name] / "model.keras")
+        # Model weights and optimizer state (the NLI and relatedness
+        # models are their best dev epoch's).
+        assert sorted(actual) == sorted(expected), name
+        for key, wanted in expected.items():
+            np.testing.assert_allclose(
+                actual[key], wanted, rtol=0, atol=1e-6, err_msg=f"{name} {key}"
+            )
+        # One `fit` per run; the killed run never returned from its `fit`.
+        steps = {
+            run: (tmp_path / f"{name}_{run}.steps").read_text().split()
+            for run in ("reference", "resumed")
+        }
+        assert steps["reference"] == [str(steps_per_epoch * epochs)], name
+        assert steps["resumed"] == steps["reference"], name
