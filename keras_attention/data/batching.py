@@ -10,11 +10,20 @@ works on every Keras backend.
 
 The order of the batches is a function of the seed and the epoch number
 only, so a run resumed from a backup (which restarts at an epoch
-boundary) sees the same batches as an uninterrupted one. Pass
-`batches.callback()` to `fit` so the epoch number follows training.
+boundary) sees the same batches as an uninterrupted one:
+
+```python
+batches = BucketedBatches(x, y, batch_size=32, seed=1337)
+backup = keras_attention.callbacks.BackupAndRestore("run/backup")
+model.fit(
+    batches.as_dataset(epochs=None, initial_epoch=backup.initial_epoch()),
+    steps_per_epoch=len(batches),
+    epochs=10,
+    callbacks=[backup],
+)
+```
 """
 
-import keras
 import numpy as np
 
 
@@ -111,7 +120,6 @@ class BucketedBatches:
         self.shuffle = shuffle
         self.seed = seed
         self.drop_remainder = drop_remainder
-        self.epoch = 0
 
         self.length = next(iter(self.inputs.values())).shape[1]
         longest = np.max(
@@ -139,9 +147,8 @@ class BucketedBatches:
                 f"Received: {shapes}"
             )
 
-    def batches(self, epoch=None):
+    def batches(self, epoch=0):
         """`[(row_indices, width), ...]`: the batches of one epoch, in order."""
-        epoch = self.epoch if epoch is None else epoch
         rng = np.random.default_rng([self.seed, epoch])
         batches = []
         for width in self.widths:
@@ -158,6 +165,7 @@ class BucketedBatches:
         return batches
 
     def __len__(self):
+        """Batches per epoch (the same for every epoch)."""
         return len(self.batches(epoch=0))
 
     def batch(self, rows, width):
@@ -169,10 +177,14 @@ class BucketedBatches:
             return x
         return x, self.targets[rows]
 
-    def as_dataset(self):
-        """A `tf.data.Dataset` of this epoch's batches, for `model.fit`.
+    def as_dataset(self, epochs=1, initial_epoch=0):
+        """A `tf.data.Dataset` of the batches of `epochs` epochs.
 
-        Each pass over the dataset reads `self.epoch` when it starts.
+        Epoch `initial_epoch` comes first. `epochs=None` gives an endless
+        stream for `model.fit(..., steps_per_epoch=len(batches))`: start it
+        at `BackupAndRestore.initial_epoch()` and a resumed run sees the
+        batches an uninterrupted run sees. The order is fixed by the
+        position in the stream, so prefetching cannot change it.
         """
         import tensorflow as tf
 
@@ -190,28 +202,19 @@ class BucketedBatches:
             signature = (x_spec, spec(self.targets, False))
 
         def generate():
-            for rows, width in self.batches():
-                yield self.batch(rows, width)
+            epoch = initial_epoch
+            while epochs is None or epoch < initial_epoch + epochs:
+                for rows, width in self.batches(epoch):
+                    yield self.batch(rows, width)
+                epoch += 1
 
         dataset = tf.data.Dataset.from_generator(
             generate, output_signature=signature
         )
-        # The number of batches is the same every epoch; telling tf.data
-        # lets Keras size its progress bar and end epochs cleanly.
-        dataset = dataset.apply(
-            tf.data.experimental.assert_cardinality(len(self))
-        )
+        if epochs is not None:
+            # A known length lets Keras size its progress bar and end
+            # epochs without a warning.
+            dataset = dataset.apply(
+                tf.data.experimental.assert_cardinality(len(self) * epochs)
+            )
         return dataset.prefetch(2)
-
-    def callback(self):
-        """A callback that sets `self.epoch` at the start of each epoch."""
-        return _EpochSetter(self)
-
-
-class _EpochSetter(keras.callbacks.Callback):
-    def __init__(self, batches):
-        super().__init__()
-        self.batches = batches
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self.batches.epoch = epoch
