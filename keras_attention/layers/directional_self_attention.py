@@ -6,6 +6,7 @@ from keras_attention.ops import pairwise_mask
 from keras_attention.ops.multi_dimensional import DIRECTIONS
 from keras_attention.ops.multi_dimensional import directional_mask
 from keras_attention.ops.multi_dimensional import multi_dimensional_attention
+from keras_attention.utils.dtypes import floating_inputs
 from keras_attention.utils.masks import drop_keras_masks
 from keras_attention.utils.validation import check_choice
 from keras_attention.utils.validation import check_mask
@@ -137,6 +138,7 @@ class DirectionalSelfAttention(keras.layers.Layer):
             )
         check_mask("mask", mask, shape[0], shape[1])
         drop_keras_masks(inputs)
+        inputs = floating_inputs(self.compute_dtype, inputs)
         length = ops.shape(inputs)[1]
         # (1, T, T) direction AND (B, T, T) padding.
         attention_mask = ops.expand_dims(

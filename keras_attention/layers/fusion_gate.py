@@ -1,6 +1,7 @@
 import keras
 from keras import ops
 
+from keras_attention.utils.dtypes import floating_inputs
 from keras_attention.utils.masks import drop_keras_masks
 from keras_attention.utils.validation import static_shape
 
@@ -76,6 +77,7 @@ class FusionGate(keras.layers.Layer):
     def call(self, inputs, context):
         _check_same_features(static_shape(inputs), static_shape(context))
         drop_keras_masks(inputs, context)
+        inputs, context = floating_inputs(self.compute_dtype, inputs, context)
         # (B, T, 2F) -> gate (B, T, F)
         gate = self.fusion_dense(ops.concatenate([inputs, context], axis=-1))
         return gate * inputs + (1.0 - gate) * context

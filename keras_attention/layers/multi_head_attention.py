@@ -6,6 +6,7 @@ from keras_attention.ops import local_mask
 from keras_attention.ops import merge_masks
 from keras_attention.ops import pairwise_mask
 from keras_attention.ops import scaled_dot_product_attention
+from keras_attention.utils.dtypes import floating_inputs
 from keras_attention.utils.masks import drop_keras_masks
 from keras_attention.utils.validation import check_dims
 from keras_attention.utils.validation import check_mask
@@ -315,6 +316,9 @@ class MultiHeadAttention(keras.layers.Layer):
         self._check_masks(query, key, cache, query_mask, value_mask, key_mask)
         # Keras already passed the inputs' masks in as *_mask arguments.
         drop_keras_masks(query, value, key)
+        query, value, key = floating_inputs(
+            self.compute_dtype, query, value, key
+        )
 
         # (B, T, F) -> (B, T, N, H)
         q = self.query_dense(query)

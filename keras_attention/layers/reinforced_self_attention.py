@@ -13,6 +13,7 @@ from keras_attention.layers.reinforced_sequence_sampler import masked_mean
 from keras_attention.ops.multi_dimensional import DIRECTIONS
 from keras_attention.ops.multi_dimensional import directional_mask
 from keras_attention.ops.multi_dimensional import multi_dimensional_attention
+from keras_attention.utils.dtypes import floating_inputs
 from keras_attention.utils.masks import drop_keras_masks
 from keras_attention.utils.validation import check_choice
 from keras_attention.utils.validation import check_mask
@@ -216,6 +217,7 @@ class ReinforcedSelfAttention(keras.layers.Layer):
             )
         check_mask("mask", mask, shape[0], shape[1])
         drop_keras_masks(inputs)
+        inputs = floating_inputs(self.compute_dtype, inputs)
         length = ops.shape(inputs)[1]
         if mask is None:
             real = ops.ones(ops.shape(inputs)[:2], "bool")

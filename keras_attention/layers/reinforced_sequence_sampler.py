@@ -3,6 +3,7 @@ import math
 import keras
 from keras import ops
 
+from keras_attention.utils.dtypes import floating_inputs
 from keras_attention.utils.masks import drop_keras_masks
 from keras_attention.utils.validation import check_mask
 from keras_attention.utils.validation import check_positive_int
@@ -38,6 +39,11 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
     `inputs`. Padded tokens are never selected and add nothing to
     `log_prob`; the pooled context averages real tokens only (a row with no
     real token pools to zeros and selects nothing). Outputs carry no mask.
+
+    Precision: under a float16 policy the token scores (the two dense
+    layers over `[x; mean; x * mean]`) are computed, and their weights
+    kept, in float32: the product passes float16's 65504 once inputs reach
+    a few hundred, and the probabilities would be NaN.
 
     Relation to the paper: the paper's RSS fuses the token, the sequence's
     mean and their product with one dense layer; `hidden_dim` sets its width.
@@ -110,12 +116,16 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
         check_rank("inputs", inputs_shape, 3)
         features = inputs_shape[-1]
         hidden = self.hidden_dim or features
+        # The features hold products of inputs (`inputs * pooled`), which
+        # pass float16's 65504 once inputs reach a few hundred: a float16
+        # sampler scores tokens in float32.
+        scoring = "float32" if self._scores_in_float32() else self.dtype_policy
         self.context_dense = keras.layers.Dense(
             hidden,
             activation="relu",
             kernel_initializer=_clone(self.kernel_initializer),
             bias_initializer=_clone(self.bias_initializer),
-            dtype=self.dtype_policy,
+            dtype=scoring,
             name="context_dense",
         )
         self.context_dense.build(tuple(inputs_shape[:-1]) + (3 * features,))
@@ -123,7 +133,7 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
             1,
             kernel_initializer=_clone(self.kernel_initializer),
             bias_initializer=_clone(self.bias_initializer),
-            dtype=self.dtype_policy,
+            dtype=scoring,
             name="keep_dense",
         )
         self.keep_dense.build(tuple(inputs_shape[:-1]) + (hidden,))
@@ -136,10 +146,13 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
         check_rank("inputs", shape, 3)
         check_mask("mask", mask, shape[0], shape[1])
         drop_keras_masks(inputs)
+        inputs = floating_inputs(self.compute_dtype, inputs)
         if mask is None:
             real = ops.ones(ops.shape(inputs)[:2], "bool")
         else:
             real = ops.cast(mask, "bool")
+        if self._scores_in_float32():
+            inputs = ops.cast(inputs, "float32")
         pooled = masked_mean(inputs, real)  # (B, 1, F)
         pooled_t = ops.broadcast_to(pooled, ops.shape(inputs))
         features = ops.concatenate(
@@ -165,6 +178,9 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
         if return_probabilities:
             return selection, log_prob, probabilities
         return selection, log_prob
+
+    def _scores_in_float32(self):
+        return self.compute_dtype == "float16"
 
     def compute_mask(self, inputs, mask=None):
         return None

@@ -6,6 +6,7 @@ from keras_attention.layers._feed_forward import build_feed_forward
 from keras_attention.ops import masked_softmax
 from keras_attention.ops import pairwise_mask
 from keras_attention.ops.attention import attention_logits
+from keras_attention.utils.dtypes import floating_inputs
 from keras_attention.utils.masks import drop_keras_masks
 from keras_attention.utils.validation import check_mask
 from keras_attention.utils.validation import check_positive_int
@@ -173,6 +174,9 @@ class SoftAlignment(keras.layers.Layer):
         check_mask("premise_mask", premise_mask, p[0], p[1], "premise")
         check_mask("hypothesis_mask", hypothesis_mask, h[0], h[1], "hypothesis")
         drop_keras_masks(premise, hypothesis)
+        premise, hypothesis = floating_inputs(
+            self.compute_dtype, premise, hypothesis
+        )
         # F runs once per token: (B, T, F) -> (B, T, H), (B, S, F) -> (B, S, H)
         fa = self._attend(premise, training)
         fb = self._attend(hypothesis, training)

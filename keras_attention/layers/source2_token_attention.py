@@ -2,6 +2,7 @@ import keras
 from keras import ops
 
 from keras_attention.ops import masked_softmax
+from keras_attention.utils.dtypes import floating_inputs
 from keras_attention.utils.masks import drop_keras_masks
 from keras_attention.utils.validation import check_mask
 from keras_attention.utils.validation import check_rank
@@ -111,6 +112,7 @@ class Source2TokenAttention(keras.layers.Layer):
         check_rank("inputs", shape, 3)
         check_mask("mask", mask, shape[0], shape[1])
         drop_keras_masks(inputs)
+        inputs = floating_inputs(self.compute_dtype, inputs)
         logits = self.score_dense(self.hidden_dense(inputs))  # (B, T, F)
         if mask is not None:
             mask = ops.expand_dims(ops.cast(mask, "bool"), -1)  # (B, T, 1)

@@ -7,6 +7,7 @@ from keras_attention.layers.transformer_encoder_block import (
 from keras_attention.layers.transformer_encoder_block import _head_width
 from keras_attention.layers.transformer_encoder_block import clone_initializer
 from keras_attention.layers.transformer_encoder_block import sublayer_seed
+from keras_attention.utils.dtypes import floating_inputs
 from keras_attention.utils.validation import check_mask
 from keras_attention.utils.validation import check_rank
 from keras_attention.utils.validation import static_shape
@@ -196,6 +197,9 @@ class TransformerDecoderBlock(TransformerBlockBase):
         )
         scores = ()
 
+        inputs, encoder_outputs = floating_inputs(
+            self.compute_dtype, inputs, encoder_outputs
+        )
         # Causal self-attention, optionally over the cached prefix.
         x = inputs
         residual = x

@@ -1,6 +1,7 @@
 import keras
 
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
+from keras_attention.utils.dtypes import floating_inputs
 from keras_attention.utils.validation import check_mask
 from keras_attention.utils.validation import check_positive_int
 from keras_attention.utils.validation import check_rank
@@ -246,7 +247,7 @@ class TransformerEncoderBlock(TransformerBlockBase):
         shape = static_shape(inputs)
         check_rank("inputs", shape, 3)
         check_mask("padding_mask", padding_mask, shape[0], shape[1])
-        x = inputs
+        x = inputs = floating_inputs(self.compute_dtype, inputs)
         residual = x
         if self.norm_first:
             x = self.self_attention_norm(x)
