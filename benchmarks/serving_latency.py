@@ -1,30 +1,39 @@
 """Latency of the exported translator against decoding from Python.
 
-Both sides run the same trained Transformer on the same backend
-(tensorflow) with beam 4, alpha 0.6:
+Both sides run the same trained Transformer with beam 4, alpha 0.6, and
+the Python side on the backend chosen with `--backend`:
 
 - "serving": the SavedModel from `keras_attention.export.export_translator`
   loaded with `tf.saved_model.load`, its `serving_default` signature called
   on raw strings (tokenization, beam search and detokenization in one
   graph call), as TensorFlow Serving runs it.
+  On jax the export runs in a tensorflow-backend subprocess (the route
+  of every model trained on jax); the SavedModel is then loaded in the
+  benchmark's own process.
 - "python": `keras_attention.data.translate` (SentencePiece in Python,
-  `keras_attention.decoding.beam_search`, a traced `tf.function`, then
-  detokenization), the path `applications/translation/evaluate.py` uses.
+  `keras_attention.decoding.beam_search` traced with `tf.function` on
+  tensorflow, compiled with `jax.jit` on jax, then detokenization), the
+  path `applications/translation/evaluate.py` uses.
 
 Batch 1 (each of the sentences alone, in turn) and batch 32 (all of them
 in one call). One untimed pass of each first (traces every shape), then
 the two sides alternate, `--repeats` times. Reported: median
-milliseconds per sentence, and how many translations agree.
+milliseconds per sentence of wall time and of process CPU time (all
+threads; steadier than wall time on a shared machine), and how many
+translations agree.
 
 Usage:
     python benchmarks/serving_latency.py --run-dir runs/translation_demo \
-        [--data-dir DIR] [--repeats 5]
+        [--backend tensorflow|jax] [--data-dir DIR] [--repeats 5]
 
-Writes `benchmarks/results/serving_latency.json` and `.md`.
+Writes `benchmarks/results/<name>.json` and `.md` (`--name`, default
+`serving_latency`).
 """
 
 import argparse
+import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -39,14 +48,18 @@ SENTENCES = 32
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--run-dir", required=True)
+    parser.add_argument(
+        "--backend", default="tensorflow", choices=("tensorflow", "jax")
+    )
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--beam-size", type=int, default=4)
     parser.add_argument("--name", default="serving_latency")
     args = parser.parse_args(argv)
-    common.set_backend("tensorflow")
+    common.set_backend(args.backend)
 
     import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the SavedModel's text ops)
 
     from keras_attention import data
     from keras_attention import export
@@ -96,42 +109,56 @@ def main(argv=None):
             for batch in calls:
                 side(batch)
 
-        times = common.time_interleaved(
+        wall, cpu = time_interleaved(
             [lambda: run_all(serving), lambda: run_all(python)],
             args.repeats,
         )
-        per_sentence = [
-            [1000.0 * t / len(sentences) for t in side] for side in times
-        ]
         row = {
             "batch_size": size,
-            "serving_ms_per_sentence": round(
-                statistics.median(per_sentence[0]), 2
-            ),
-            "python_ms_per_sentence": round(
-                statistics.median(per_sentence[1]), 2
-            ),
             "identical_translations": agree,
             "sentences": len(sentences),
-            "serving_ms_per_sentence_all": [
-                round(t, 2) for t in per_sentence[0]
-            ],
-            "python_ms_per_sentence_all": [
-                round(t, 2) for t in per_sentence[1]
-            ],
         }
-        row["python_over_serving"] = round(
-            row["python_ms_per_sentence"] / row["serving_ms_per_sentence"], 2
-        )
+        for kind, times in (("", wall), ("cpu_", cpu)):
+            per_sentence = [
+                [1000.0 * t / len(sentences) for t in side] for side in times
+            ]
+            for side, values in zip(("serving", "python"), per_sentence):
+                key = f"{side}_{kind}ms_per_sentence"
+                row[key] = round(statistics.median(values), 2)
+                row[key + "_all"] = [round(t, 2) for t in values]
+            suffix = "_cpu" if kind else ""
+            row[f"python_over_serving{suffix}"] = round(
+                row[f"python_{kind}ms_per_sentence"]
+                / row[f"serving_{kind}ms_per_sentence"],
+                2,
+            )
+            # Each repeat runs both sides back to back, under about the
+            # same load from other processes: the median of the ratios.
+            row[f"python_over_serving{suffix}_paired"] = round(
+                statistics.median(p / s for s, p in zip(*per_sentence)),
+                2,
+            )
         results.append(row)
         print(
             f"batch {size}: serving {row['serving_ms_per_sentence']} ms, "
             f"python {row['python_ms_per_sentence']} ms per sentence "
-            f"(x{row['python_over_serving']}), {agree}/{len(sentences)} "
-            "identical"
+            f"(x{row['python_over_serving']}; CPU "
+            f"{row['serving_cpu_ms_per_sentence']} vs "
+            f"{row['python_cpu_ms_per_sentence']} ms, "
+            f"x{row['python_over_serving_cpu']}), "
+            f"{agree}/{len(sentences)} identical",
+            flush=True,
         )
+    trained = {}
+    training_file = os.path.join(args.run_dir, "training.json")
+    if os.path.isfile(training_file):
+        with open(training_file) as f:
+            trained = json.load(f)
     report = {
-        "backend": "tensorflow",
+        "backend": args.backend,
+        "run_dir": os.path.basename(os.path.normpath(args.run_dir)),
+        "trained_on": trained.get("backend"),
+        "preset": trained.get("preset"),
         "beam_size": args.beam_size,
         "alpha": 0.6,
         "repeats": args.repeats,
@@ -145,7 +172,7 @@ def main(argv=None):
         "sentences": "the first 32 Multi30k test2016 English sources",
         "export_seconds": round(export_seconds, 1),
         "results": results,
-        "environment": common.environment("tensorflow"),
+        "environment": common.environment(args.backend),
     }
     out = os.path.join(common.RESULTS_DIR, f"{args.name}.json")
     common.write_json(out, report)
@@ -155,6 +182,7 @@ def main(argv=None):
             "serving ms/sentence",
             "python ms/sentence",
             "python / serving",
+            "CPU ms/sentence: serving / python",
             "identical",
         ],
         [
@@ -163,6 +191,8 @@ def main(argv=None):
                 r["serving_ms_per_sentence"],
                 r["python_ms_per_sentence"],
                 r["python_over_serving"],
+                f"{r['serving_cpu_ms_per_sentence']} / "
+                f"{r['python_cpu_ms_per_sentence']}",
                 f"{r['identical_translations']}/{r['sentences']}",
             )
             for r in results
@@ -170,12 +200,31 @@ def main(argv=None):
     )
     with open(os.path.join(common.RESULTS_DIR, f"{args.name}.md"), "w") as f:
         f.write(
-            f"Exported translator vs Python decoding, tensorflow, beam "
-            f"{args.beam_size}, medians of {args.repeats} interleaved "
-            f"repeats, {report['model']['parameters']:,} parameters.\n\n"
-            + table
+            f"Exported translator vs Python decoding on {args.backend}, "
+            f"beam {args.beam_size}, medians of {args.repeats} interleaved "
+            f"repeats; {report['preset']} preset trained on "
+            f"{report['trained_on']} ({report['run_dir']}), "
+            f"{report['model']['parameters']:,} parameters; export "
+            f"{report['export_seconds']} s.\n\n" + table
         )
+    shutil.rmtree(folder, ignore_errors=True)
     print(f"Wrote {out}")
+
+
+def time_interleaved(steps, repeats):
+    """Like `common.time_interleaved`, with process CPU time as well.
+
+    Returns `(wall, cpu)`: one list of seconds per step for each.
+    """
+    wall = [[] for _ in steps]
+    cpu = [[] for _ in steps]
+    for _ in range(repeats):
+        for i, step in enumerate(steps):
+            start, start_cpu = time.perf_counter(), time.process_time()
+            step()
+            wall[i].append(time.perf_counter() - start)
+            cpu[i].append(time.process_time() - start_cpu)
+    return wall, cpu
 
 
 if __name__ == "__main__":

@@ -440,6 +440,21 @@ SIGNATURES = {
 }
 
 
+@pytest.mark.parametrize("max_sequence_length", [5, 16, 64, 100, 256])
+def test_source_widths_are_translate_widths_up_to_64(max_sequence_length):
+    widths = export.translator.bucket_widths(max_sequence_length)
+    assert widths == sorted(set(widths))
+    assert widths[-1] == max_sequence_length
+    for length in range(1, max_sequence_length + 1):
+        # The search pads a source of `length` subwords to this width.
+        width = next(w for w in widths if w >= length)
+        padded_by_translate = min(-(-length // 8) * 8, max_sequence_length)
+        if length <= 64:
+            assert width == padded_by_translate
+        else:
+            assert width - length < 32
+
+
 def test_signatures_have_the_documented_names_and_dtypes(exported):
     for name, made in exported.items():
         assert export.signature_summary(made.path) == SIGNATURES[name]
