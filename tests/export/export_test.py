@@ -8,6 +8,7 @@ every export and answers every request.
 """
 
 import base64
+import concurrent.futures
 import json
 import os
 import pathlib
@@ -165,10 +166,23 @@ def python_pair_outputs(model, vocabulary, first, second, names):
 # --- Fixtures: export once, serve once ---------------------------------
 
 
+def export_all(jobs):
+    """Runs `{name: export function}`, returns `{name: path}`.
+
+    On jax and torch each export is a tensorflow-backend subprocess, so
+    they run side by side (most of their time is importing TensorFlow).
+    """
+    if BACKEND == "tensorflow":
+        return {name: job() for name, job in jobs.items()}
+    with concurrent.futures.ThreadPoolExecutor(len(jobs)) as pool:
+        futures = {name: pool.submit(job) for name, job in jobs.items()}
+        return {name: future.result() for name, future in futures.items()}
+
+
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     root = tmp_path_factory.mktemp("exports")
-    made = {}
+    made, jobs = {}, {}
     vocabulary = build_vocabulary(PREMISES + HYPOTHESES + CORPUS)
     keras.utils.set_random_seed(5)
     classifier = models.decomposable_attention_model(
@@ -179,41 +193,39 @@ def exported(tmp_path_factory):
         seed=5,
     )
     made["classifier"] = types.SimpleNamespace(
-        model=classifier,
+        model=classifier, vocabulary=vocabulary
+    )
+    jobs["classifier"] = lambda: export.export_classifier(
+        classifier,
+        root / "classifier",
         vocabulary=vocabulary,
-        path=export.export_classifier(
-            classifier,
-            root / "classifier",
-            vocabulary=vocabulary,
-            max_length=MAX_WORDS,
-        ),
+        max_length=MAX_WORDS,
     )
-    if BACKEND == "torch":
-        # The torch route is the jax route (the same subprocess export);
-        # the classifier covers it within the torch test-time budget.
-        return made
-    model, tokenizer = tiny_translator()
-    made["translator"] = types.SimpleNamespace(
-        model=model,
-        tokenizer=tokenizer,
-        path=export.export_translator(
+    # The torch route is the jax route (the same subprocess export); on
+    # torch the classifier covers it within the torch test-time budget.
+    if BACKEND != "torch":
+        model, tokenizer = tiny_translator()
+        made["translator"] = types.SimpleNamespace(
+            model=model, tokenizer=tokenizer
+        )
+        jobs["translator"] = lambda: export.export_translator(
             model, root / "translator", tokenizer=tokenizer
-        ),
-    )
+        )
     if BACKEND == "tensorflow":
         regressor = models.ReSANRelatedness(
             len(vocabulary), embedding_dim=8, hidden_dim=4, seed=5
         )
         made["regressor"] = types.SimpleNamespace(
-            model=regressor,
-            vocabulary=vocabulary,
-            path=export.export_regressor(
-                regressor,
-                root / "regressor",
-                vocabulary=vocabulary,
-                max_length=MAX_WORDS,
-            ),
+            model=regressor, vocabulary=vocabulary
         )
+        jobs["regressor"] = lambda: export.export_regressor(
+            regressor,
+            root / "regressor",
+            vocabulary=vocabulary,
+            max_length=MAX_WORDS,
+        )
+    for name, path in export_all(jobs).items():
+        made[name].path = path
     return made
 
 
