@@ -157,7 +157,10 @@ def python_pair_outputs(model, vocabulary, first, second, names):
         names[0]: python_token_ids(first, vocabulary, MAX_WORDS),
         names[1]: python_token_ids(second, vocabulary, MAX_WORDS),
     }
-    outputs = model.predict_on_batch(inputs)
+    if BACKEND == "jax":
+        outputs = model.predict_on_batch(inputs)  # one compile, not per op
+    else:
+        outputs = model(inputs, training=False)  # eager: no tracing
     if isinstance(outputs, dict):
         outputs = outputs["score"]
     return keras.ops.convert_to_numpy(outputs)
