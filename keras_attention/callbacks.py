@@ -339,6 +339,9 @@ class ModelCheckpoint(keras.callbacks.ModelCheckpoint):
     ```
     """
 
+    # Replaces the write in Keras's `_save_model` (Keras 3: `_get_file_path`
+    # and `_should_save_model` keep their meaning; checkpoint_writes_test.py
+    # fails if they change).
     def _save_model(self, epoch, batch, logs):
         filepath = self._get_file_path(epoch, batch, logs)
         if os.path.isdir(filepath):
