@@ -1,7 +1,8 @@
 """Trains an NLI model on SICK or SNLI and writes metrics.json.
 
 Models (`--model`): `decomposable` (Parikh et al., 2016; `--intra` adds
-intra-sentence attention) and `bow` (mean of word vectors, the baseline).
+intra-sentence attention), `resan` (Shen et al., 2018) and `bow` (mean of
+word vectors, the baseline).
 Word vectors: the staged 50-d GloVe subset, each row scaled to unit norm,
 frozen, and projected by the model, as in the paper.
 
@@ -19,6 +20,11 @@ again and training continues from the last completed epoch, with the same
 batch order, random draws and best checkpoint as an uninterrupted run.
 `--smoke` trains on a few dozen pairs (one epoch unless `--epochs` is
 given), to check the pipeline in seconds.
+
+Training batches hold pairs of similar length, cut to a multiple of
+`--bucket-width` tokens (default 8; 0 pads every batch to the longest
+sentence). `--dataset sick --extra-training snli` trains on SICK's and the
+SNLI subset's pairs together and keeps SICK's dev and test sets.
 
 Several devices, mixed precision and XLA: `--strategy`, `--mixed-precision`
 and `--jit-compile`, as in the translation application (see
@@ -40,7 +46,6 @@ from keras_attention import distribute
 from keras_attention import models
 from keras_attention.callbacks import BackupAndRestore
 from keras_attention.callbacks import ModelCheckpoint
-from keras_attention.callbacks import epoch_shuffled_batches
 from keras_attention.utils import files
 
 
@@ -49,6 +54,7 @@ class Config:
     model: str = "decomposable"  # a key of MODEL_BUILDERS
     intra: bool = False  # decomposable: intra-sentence attention
     dataset: str = "snli"  # "sick" or "snli" (9,987-pair train subset)
+    extra_training: str = "none"  # "snli": SICK training adds SNLI's pairs
     data_dir: str = None  # default: $KERAS_ATTENTION_DATA
     epochs: int = 30
     batch_size: int = 32
@@ -57,6 +63,7 @@ class Config:
     hidden_dim: int = 200
     dropout: float = 0.2
     max_length: int = 100  # longer sentences are cut (and counted)
+    bucket_width: int = 8  # batch widths: multiples of this (0: longest)
     output_dir: str = "runs/nli"
     seed: int = 1337
     smoke: bool = False  # a few dozen pairs (one epoch unless --epochs)
@@ -94,8 +101,13 @@ def model_kwargs(config):
 # Data: sentences -> tokens -> ids -> padded arrays.
 
 
-def load_splits(dataset, data_dir):
-    """`{"train"|"dev"|"test": (premises, hypotheses, labels)}`, strings."""
+def load_splits(dataset, data_dir, extra_training="none"):
+    """`{"train"|"dev"|"test": (premises, hypotheses, labels)}`, strings.
+
+    `extra_training="snli"` appends the SNLI training subset to the
+    training pairs (SICK and SNLI share the three labels); dev and test
+    stay those of `dataset`.
+    """
     splits = {}
     for split in ("train", "dev", "test"):
         if dataset == "sick":
@@ -108,6 +120,13 @@ def load_splits(dataset, data_dir):
         else:
             rows = data.load_snli(split, data_dir=data_dir)
             splits[split] = (rows["premise"], rows["hypothesis"], rows["label"])
+    if extra_training == "snli":
+        rows = data.load_snli("train", data_dir=data_dir)
+        extra = (rows["premise"], rows["hypothesis"], rows["label"])
+        splits["train"] = tuple(
+            list(mine) + list(theirs)
+            for mine, theirs in zip(splits["train"], extra)
+        )
     return splits
 
 
@@ -170,7 +189,7 @@ def to_ids(sentences, vocabulary_index, length):
 
 def prepare_data(config):
     """Loads, tokenizes and encodes the dataset; builds the embeddings."""
-    splits = load_splits(config.dataset, config.data_dir)
+    splits = load_splits(config.dataset, config.data_dir, config.extra_training)
     if config.smoke:
         splits = {
             name: tuple(column[: SMOKE_SIZES[name]] for column in columns)
@@ -250,6 +269,25 @@ def make_optimizer(config):
     return keras.optimizers.Adam(learning_rate=rate)
 
 
+def bucketed(x, y, config, shuffle=False):
+    """Length-bucketed batches of `config.batch_size` pairs.
+
+    Widths are multiples of `config.bucket_width` (0: every batch padded to
+    the longest sentence). Training batches are shuffled with one order per
+    epoch drawn from the seed; under jax DataParallel only full batches are
+    kept, so that every batch divides among the devices.
+    """
+    return data.BucketedBatches(
+        x,
+        y,
+        batch_size=config.batch_size,
+        width_step=config.bucket_width or next(iter(x.values())).shape[1],
+        shuffle=shuffle,
+        seed=config.seed,
+        drop_remainder=shuffle and distribute.batch_multiple() > 1,
+    )
+
+
 def trainable_parameters(model):
     return int(sum(np.prod(w.shape) for w in model.trainable_weights))
 
@@ -306,23 +344,22 @@ def train(config):
         os.path.join(config.output_dir, "backup"),
         stateful_callbacks=[best, timer],
     )
-    # Each epoch's order depends on the seed and the epoch only, and the
-    # stream starts at the backup's epoch: a resumed run sees the batches
-    # an uninterrupted run sees.
-    batches, steps_per_epoch = epoch_shuffled_batches(
-        x_train,
-        y_train,
-        config.batch_size,
-        seed=config.seed,
-        initial_epoch=backup.initial_epoch(),
-    )
+    # Batches group pairs of similar length and are cut to their longest
+    # sentence (`--bucket-width`): attention costs grow with the padded
+    # width, and most sentences are far shorter than the longest. Each
+    # epoch's order depends on the seed and the epoch only, and the stream
+    # starts at the backup's epoch: a resumed run sees the batches an
+    # uninterrupted run sees.
+    batches = bucketed(x_train, y_train, config, shuffle=True)
     callbacks = [best, timer, backup]
     start = time.perf_counter()
     model.fit(
-        batches,
-        steps_per_epoch=steps_per_epoch,
+        batches.as_dataset(epochs=None, initial_epoch=backup.initial_epoch()),
+        steps_per_epoch=len(batches),
         shuffle=False,  # the stream is shuffled, one order per epoch
-        validation_data=distribute.trim_to_batch_multiple(dev),
+        validation_data=distribute.divisible_batches(
+            bucketed(*dev, config).as_dataset()
+        ),
         epochs=config.epochs,
         callbacks=callbacks,
         verbose=config.verbose,
@@ -335,8 +372,7 @@ def train(config):
     files.atomic_save(model, os.path.join(config.output_dir, "model.keras"))
     results = {
         split: model.evaluate(
-            *arrays[split],
-            batch_size=config.batch_size,
+            bucketed(*arrays[split], config).as_dataset(),
             verbose=0,
             return_dict=True,
         )
@@ -355,6 +391,7 @@ def train(config):
         "backend": keras.backend.backend(),
         "model": config.model + ("_intra" if config.intra else ""),
         "dataset": config.dataset,
+        "extra_training": config.extra_training,
         "optimizer": config.optimizer,
         **info,
     }
@@ -374,6 +411,13 @@ def parse_args(argv=None):
     parser.add_argument(
         "--dataset", choices=("sick", "snli"), default=defaults.dataset
     )
+    parser.add_argument(
+        "--extra-training",
+        choices=("none", "snli"),
+        default=defaults.extra_training,
+        help="snli: train on the SNLI subset's pairs too (with --dataset "
+        "sick; dev and test stay SICK's).",
+    )
     parser.add_argument("--data-dir", default=defaults.data_dir)
     parser.add_argument(
         "--epochs",
@@ -389,6 +433,14 @@ def parse_args(argv=None):
     parser.add_argument("--hidden-dim", type=int, default=defaults.hidden_dim)
     parser.add_argument("--dropout", type=float, default=defaults.dropout)
     parser.add_argument("--max-length", type=int, default=defaults.max_length)
+    parser.add_argument(
+        "--bucket-width",
+        type=int,
+        default=defaults.bucket_width,
+        help="Batches hold pairs of similar length, padded to a multiple of "
+        "this; 0 pads every batch to the longest sentence. Default: "
+        f"{defaults.bucket_width}.",
+    )
     parser.add_argument("--output-dir", default=defaults.output_dir)
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--smoke", action="store_true")
@@ -397,8 +449,18 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     if args.intra and args.model != "decomposable":
         parser.error(
-            f"--intra needs --model decomposable. Received: --model "
+            "--intra needs --model decomposable. Received: --model "
             f"{args.model}"
+        )
+    if args.extra_training == "snli" and args.dataset != "sick":
+        parser.error(
+            "--extra-training snli adds SNLI pairs to SICK training; it needs "
+            f"--dataset sick. Received: --dataset {args.dataset}"
+        )
+    if args.bucket_width < 0:
+        parser.error(
+            "--bucket-width must be 0 (no buckets) or positive. Received: "
+            f"--bucket-width {args.bucket_width}"
         )
     if args.epochs is None:
         args.epochs = 1 if args.smoke else defaults.epochs

@@ -42,7 +42,6 @@ from keras_attention import data
 from keras_attention import distribute
 from keras_attention import models
 from keras_attention.callbacks import BackupAndRestore
-from keras_attention.callbacks import epoch_shuffled_batches
 from keras_attention.utils import files
 
 
@@ -59,6 +58,7 @@ class Config:
     capacity: float = None
     trainable_embeddings: bool = False
     max_length: int = 40
+    bucket_width: int = 8  # batch widths: multiples of this (0: longest)
     time_limit_minutes: float = 28.0  # stop training after this long
     output_dir: str = "runs/relatedness"
     seed: int = 1337
@@ -264,21 +264,25 @@ def train(config):
         os.path.join(config.output_dir, "backup"),
         stateful_callbacks=[tracker],
     )
-    # Each epoch's order depends on the seed and the epoch only, and the
-    # stream starts at the backup's epoch: a resumed run sees the batches
-    # an uninterrupted run sees.
-    batches, steps_per_epoch = epoch_shuffled_batches(
+    # Batches group pairs of similar length and are cut to their longest
+    # sentence (`--bucket-width`; attention costs grow with the padded
+    # width). Each epoch's order depends on the seed and the epoch only,
+    # and the stream starts at the backup's epoch: a resumed run sees the
+    # batches an uninterrupted run sees. Under jax DataParallel only full
+    # batches are kept, so that every batch divides among the devices.
+    batches = data.BucketedBatches(
         x_train,
         models.relatedness_target(scores_train),
-        config.batch_size,
+        batch_size=config.batch_size,
+        width_step=config.bucket_width or x_train["sentence_a"].shape[1],
         seed=config.seed,
-        initial_epoch=backup.initial_epoch(),
+        drop_remainder=distribute.batch_multiple() > 1,
     )
     callbacks = [tracker, backup]
     start = time.perf_counter()
     model.fit(
-        batches,
-        steps_per_epoch=steps_per_epoch,
+        batches.as_dataset(epochs=None, initial_epoch=backup.initial_epoch()),
+        steps_per_epoch=len(batches),
         shuffle=False,  # the stream is shuffled, one order per epoch
         epochs=config.epochs,
         callbacks=callbacks,
@@ -339,6 +343,14 @@ def parse_args(argv=None):
     parser.add_argument("--trainable-embeddings", action="store_true")
     parser.add_argument("--max-length", type=int, default=defaults.max_length)
     parser.add_argument(
+        "--bucket-width",
+        type=int,
+        default=defaults.bucket_width,
+        help="Batches hold pairs of similar length, padded to a multiple of "
+        "this; 0 pads every batch to the longest sentence. Default: "
+        f"{defaults.bucket_width}.",
+    )
+    parser.add_argument(
         "--time-limit-minutes",
         type=float,
         default=defaults.time_limit_minutes,
@@ -349,6 +361,11 @@ def parse_args(argv=None):
     parser.add_argument("--verbose", type=int, default=defaults.verbose)
     distribute.add_arguments(parser)
     args = parser.parse_args(argv)
+    if args.bucket_width < 0:
+        parser.error(
+            "--bucket-width must be 0 (no buckets) or positive. Received: "
+            f"--bucket-width {args.bucket_width}"
+        )
     if args.epochs is None:
         args.epochs = 1 if args.smoke else defaults.epochs
     return Config(**{k.replace("-", "_"): v for k, v in vars(args).items()})

@@ -122,3 +122,54 @@ def test_intra_needs_the_decomposable_model():
     train = load_script()
     with pytest.raises(SystemExit):
         train.parse_args(["--model", "bow", "--intra"])
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--extra-training", "snli", "--dataset", "snli"], "--dataset snli"),
+        (["--bucket-width", "-1"], "--bucket-width -1"),
+    ],
+)
+def test_inconsistent_flags_are_named(flags, message, capsys):
+    train = load_script()
+    with pytest.raises(SystemExit):
+        train.parse_args(flags)
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.skipif(
+    not data_available(),
+    reason="staged data not found (set KERAS_ATTENTION_DATA)",
+)
+def test_extra_training_adds_the_snli_pairs_to_sick_training_only():
+    train = load_script()
+    sick = train.load_splits("sick", None)
+    joint = train.load_splits("sick", None, extra_training="snli")
+    snli = data.load_snli("train")
+    assert len(joint["train"][0]) == len(sick["train"][0]) + len(
+        snli["premise"]
+    )
+    assert joint["train"][2][-1] == snli["label"][-1]
+    for split in ("dev", "test"):
+        assert joint[split] == sick[split]
+
+
+@pytest.mark.skipif(
+    not data_available(),
+    reason="staged data not found (set KERAS_ATTENTION_DATA)",
+)
+def test_bucketed_batches_cover_every_pair_once_and_cut_padding():
+    train = load_script()
+    config = train.parse_args(["--smoke", "--dataset", "sick"])
+    arrays, _, _, info = train.prepare_data(config)
+    x, y = arrays["train"]
+    batches = train.bucketed(x, y, config, shuffle=True)
+    rows = np.concatenate([r for r, _ in batches.batches(epoch=0)])
+    assert sorted(rows.tolist()) == list(range(len(y)))
+    widths = {w for _, w in batches.batches(epoch=0)}
+    assert min(widths) < info["padded_length"]
+    padded = train.bucketed(
+        x, y, train.parse_args(["--smoke", "--bucket-width", "0"])
+    )
+    assert padded.widths == [info["padded_length"]]
