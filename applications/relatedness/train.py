@@ -52,7 +52,7 @@ class Config:
     epochs: int = 20
     batch_size: int = 25
     learning_rate: float = 1e-3
-    hidden_dim: int = 150
+    hidden_dim: int = 300
     dropout: float = 0.2
     sparsity_penalty: float = 0.0
     capacity: float = None
