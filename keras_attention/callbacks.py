@@ -2,7 +2,6 @@
 
 import glob
 import json
-import math
 import os
 import re
 import shutil
@@ -14,14 +13,12 @@ import numpy as np
 from keras_attention.utils.files import atomic_path
 from keras_attention.utils.files import atomic_save
 from keras_attention.utils.files import atomic_write_text
-from keras_attention.utils.validation import check_positive_int
 
 __all__ = [
     "BackupAndRestore",
     "ModelCheckpoint",
     "TimeLimit",
     "average_checkpoints",
-    "epoch_shuffled_batches",
     "last_checkpoints",
 ]
 
@@ -255,7 +252,7 @@ class BackupAndRestore(keras.callbacks.Callback):
         """The epoch a run started now begins at: the backup's, else 0.
 
         Read it before `fit` to start a data stream where the backup left
-        off (see `epoch_shuffled_batches`).
+        off (see `keras_attention.data.BucketedBatches.as_dataset`).
         """
         metadata = self.read_metadata()
         return 0 if metadata is None else int(metadata["epoch"])
@@ -362,80 +359,6 @@ class ModelCheckpoint(keras.callbacks.ModelCheckpoint):
 
     def set_state(self, state):
         self.best = state["best"]
-
-
-def epoch_shuffled_batches(x, y, batch_size, seed=0, initial_epoch=0):
-    """An endless stream of array batches, each epoch in a seeded order.
-
-    `model.fit(x, y, shuffle=True)` draws each epoch's order from the
-    global random state, so a run resumed at epoch `e` from a backup sees
-    the order of a first epoch, not the order epoch `e` had in an
-    uninterrupted run, and ends with other weights. Here epoch `e` always
-    takes `np.random.default_rng([seed, e]).permutation(n)`, and the stream
-    starts at `initial_epoch`: give it `BackupAndRestore.initial_epoch()`
-    and `fit(..., steps_per_epoch=steps_per_epoch)`. The order is fixed by
-    the position in the stream, so data prefetching cannot change it.
-
-    Args:
-        x: an array or a dict (or list) of arrays with the same first
-            dimension `n`.
-        y: an array (or structure of arrays) with first dimension `n`, or
-            `None`.
-        batch_size: int. The last batch of an epoch holds the remainder.
-        seed: int. Defaults to `0`.
-        initial_epoch: int. The epoch the stream starts at. Defaults to
-            `0`.
-
-    Returns:
-        `(generator, steps_per_epoch)`: a generator of `(x, y)` batches
-        (`x` batches when `y` is `None`) and the number of batches per
-        epoch.
-
-    Example:
-
-    ```python
-    backup = BackupAndRestore("runs/backup")
-    batches, steps = epoch_shuffled_batches(
-        x, y, batch_size=32, seed=1337, initial_epoch=backup.initial_epoch()
-    )
-    model.fit(batches, steps_per_epoch=steps, epochs=10, callbacks=[backup])
-    ```
-    """
-    check_positive_int("batch_size", batch_size)
-    if isinstance(initial_epoch, bool) or not isinstance(initial_epoch, int):
-        raise ValueError(
-            "Argument `initial_epoch` must be a non-negative int. Received: "
-            f"initial_epoch={initial_epoch!r}"
-        )
-    if initial_epoch < 0:
-        raise ValueError(
-            "Argument `initial_epoch` must be a non-negative int. Received: "
-            f"initial_epoch={initial_epoch!r}"
-        )
-    lengths = {len(a) for a in keras.tree.flatten((x, y))}
-    if len(lengths) != 1 or 0 in lengths:
-        raise ValueError(
-            "Every array of `x` and `y` must have the same, non-zero "
-            f"length. Received: lengths {sorted(lengths)}"
-        )
-    count = lengths.pop()
-    steps_per_epoch = math.ceil(count / batch_size)
-
-    def take(rows):
-        batch_x = keras.tree.map_structure(lambda a: a[rows], x)
-        if y is None:
-            return batch_x
-        return batch_x, keras.tree.map_structure(lambda a: a[rows], y)
-
-    def stream():
-        epoch = initial_epoch
-        while True:
-            order = np.random.default_rng([seed, epoch]).permutation(count)
-            for start in range(0, count, batch_size):
-                yield take(order[start : start + batch_size])
-            epoch += 1
-
-    return stream(), steps_per_epoch
 
 
 def _seed_states(model):

@@ -186,6 +186,24 @@ class BucketedBatches:
         batches an uninterrupted run sees. The order is fixed by the
         position in the stream, so prefetching cannot change it.
         """
+        if (
+            isinstance(initial_epoch, bool)
+            or not isinstance(initial_epoch, int)
+            or initial_epoch < 0
+        ):
+            raise ValueError(
+                "`initial_epoch` must be a non-negative int. Received: "
+                f"initial_epoch={initial_epoch!r}"
+            )
+        if epochs is not None and (
+            isinstance(epochs, bool)
+            or not isinstance(epochs, int)
+            or epochs < 1
+        ):
+            raise ValueError(
+                "`epochs` must be a positive int or None (endless). "
+                f"Received: epochs={epochs!r}"
+            )
         import tensorflow as tf
 
         def spec(array, width_axis):

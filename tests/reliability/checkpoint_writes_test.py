@@ -4,8 +4,8 @@
   file: a write interrupted mid-file leaves the previous checkpoint whole
   (Keras's own callback, given the same fault, leaves a damaged file).
 - Its best value, and other callbacks' state, come back with a backup.
-- `epoch_shuffled_batches` gives each epoch the same order whether the
-  stream starts at epoch 0 or is resumed at a later epoch.
+- `keras_attention.data.BucketedBatches` gives each epoch the same order
+  whether the stream starts at epoch 0 or is resumed at a later epoch.
 - The serving exporters write a version folder through a temporary folder:
   an interrupted save leaves no version folder and no leftovers in sight
   of TensorFlow Serving, and the same version can then be exported.
@@ -20,6 +20,7 @@ import pytest
 
 from keras_attention import callbacks
 from keras_attention import models
+from keras_attention.data import BucketedBatches
 
 
 def small_model():
@@ -161,46 +162,32 @@ def test_a_backup_of_other_callbacks_must_match_them(tmp_path):
         other.on_train_begin()
 
 
-def stream_batches(stream, count):
-    return [next(stream) for _ in range(count)]
-
-
 def test_resumed_stream_gives_each_epoch_its_uninterrupted_order():
-    x = {"premise": np.arange(10) * 10, "hypothesis": np.arange(10) * 100}
+    ids = np.arange(1, 41).reshape(10, 4)
+    x = {"premise": ids, "hypothesis": ids * 2}
     y = np.arange(10)
-    full, steps = callbacks.epoch_shuffled_batches(x, y, 4, seed=3)
+    batches = BucketedBatches(x, y, batch_size=4, seed=3)
+    steps = len(batches)
     assert steps == 3  # 4 + 4 + 2
-    epochs = [stream_batches(full, steps) for _ in range(3)]
+    full = iter(batches.as_dataset(epochs=None))
+    epochs = [[next(full) for _ in range(steps)] for _ in range(3)]
     orders = [np.concatenate([b[1] for b in epoch]) for epoch in epochs]
     for order in orders:
         # Every row once per epoch, rows of x and y kept together.
         assert sorted(order) == list(range(10))
     for batch_x, batch_y in epochs[0]:
-        np.testing.assert_array_equal(batch_x["premise"], batch_y * 10)
-        np.testing.assert_array_equal(batch_x["hypothesis"], batch_y * 100)
+        np.testing.assert_array_equal(batch_x["premise"], ids[batch_y])
+        np.testing.assert_array_equal(batch_x["hypothesis"], 2 * ids[batch_y])
     assert not np.array_equal(orders[0], orders[1])
-    resumed, _ = callbacks.epoch_shuffled_batches(
-        x, y, 4, seed=3, initial_epoch=2
-    )
-    again = stream_batches(resumed, steps)
-    for (_, wanted), (_, actual) in zip(epochs[2], again):
-        np.testing.assert_array_equal(actual, wanted)
+    resumed = iter(batches.as_dataset(epochs=None, initial_epoch=2))
+    for _, wanted in epochs[2]:
+        np.testing.assert_array_equal(next(resumed)[1], wanted)
 
 
-@pytest.mark.parametrize(
-    "kwargs, text",
-    [
-        (dict(batch_size=0), "batch_size=0"),
-        (dict(batch_size=2, initial_epoch=-1), "initial_epoch=-1"),
-        (dict(batch_size=2, y=np.arange(3)), "lengths [3, 4]"),
-    ],
-)
-def test_stream_arguments_are_checked(kwargs, text):
-    arguments = dict(x=np.arange(4), y=np.arange(4))
-    arguments.update(kwargs)
-    with pytest.raises(ValueError) as info:
-        callbacks.epoch_shuffled_batches(**arguments)
-    assert text in str(info.value)
+def test_stream_start_is_checked():
+    batches = BucketedBatches(np.ones((4, 3), "int32"), np.arange(4))
+    with pytest.raises(ValueError, match="initial_epoch=-1"):
+        batches.as_dataset(initial_epoch=-1)
 
 
 class Serving:
