@@ -26,6 +26,8 @@ model.fit(
 
 import numpy as np
 
+from keras_attention.utils.validation import check_positive_int
+
 
 def padded_lengths(ids):
     """Length of each right-padded row of `ids` (0 is padding).
@@ -81,26 +83,8 @@ class BucketedBatches:
         seed=0,
         drop_remainder=False,
     ):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int):
-            raise TypeError(
-                f"`batch_size` must be an int. Received: batch_size="
-                f"{batch_size!r}"
-            )
-        if batch_size < 1:
-            raise ValueError(
-                f"`batch_size` must be at least 1. Received: batch_size="
-                f"{batch_size}"
-            )
-        if isinstance(width_step, bool) or not isinstance(width_step, int):
-            raise TypeError(
-                f"`width_step` must be an int. Received: width_step="
-                f"{width_step!r}"
-            )
-        if width_step < 1:
-            raise ValueError(
-                f"`width_step` must be at least 1. Received: width_step="
-                f"{width_step}"
-            )
+        check_positive_int("batch_size", batch_size)
+        check_positive_int("width_step", width_step)
         self.single_input = not isinstance(inputs, dict)
         self.inputs = {"inputs": inputs} if self.single_input else inputs
         self.inputs = {k: np.asarray(v) for k, v in self.inputs.items()}
@@ -195,15 +179,7 @@ class BucketedBatches:
                 "`initial_epoch` must be a non-negative int. Received: "
                 f"initial_epoch={initial_epoch!r}"
             )
-        if epochs is not None and (
-            isinstance(epochs, bool)
-            or not isinstance(epochs, int)
-            or epochs < 1
-        ):
-            raise ValueError(
-                "`epochs` must be a positive int or None (endless). "
-                f"Received: epochs={epochs!r}"
-            )
+        check_positive_int("epochs", epochs, allow_none=True)
         import tensorflow as tf
 
         def spec(array, width_axis):
