@@ -327,6 +327,14 @@ def run_multi30k(config, scope=None):
     checkpoints = os.path.join(config.output_dir, "checkpoints")
     os.makedirs(checkpoints, exist_ok=True)
     time_limit = callbacks.TimeLimit(config.minutes * 60.0)
+    backup = callbacks.BackupAndRestore(
+        os.path.join(config.output_dir, "backup")
+    )
+    # Epoch e is the e-th pass over the shuffled pipeline in every process,
+    # and the stream starts at the backup's epoch: a resumed run trains on
+    # the batches an uninterrupted run would.
+    done = backup.initial_epoch()
+    stream, steps_per_epoch = translation.epoch_stream(dataset, done)
     epoch_times = []
 
     class EpochTimer(keras.callbacks.Callback):
@@ -338,7 +346,8 @@ def run_multi30k(config, scope=None):
 
     start = time.monotonic()
     history = model.fit(
-        dataset,
+        stream,
+        steps_per_epoch=steps_per_epoch,
         epochs=config.epochs,
         callbacks=[
             time_limit,
@@ -347,15 +356,14 @@ def run_multi30k(config, scope=None):
                 os.path.join(checkpoints, "epoch-{epoch:03d}.weights.h5"),
                 save_weights_only=True,
             ),
-            callbacks.BackupAndRestore(
-                os.path.join(config.output_dir, "backup")
-            ),
+            backup,
         ]
         + tensorboard_callback(os.path.join(config.output_dir, "logs")),
     )
     seconds = time.monotonic() - start
     distribute.end_data_parallel()  # evaluation takes batches of any size
-    epochs_run = len(history.history.get("loss", []))
+    # Epochs of this run and of the interrupted runs it resumed.
+    epochs_run = done + len(history.history.get("loss", []))
     # Full epochs only for the throughput (a cut epoch is partly counted).
     full = epoch_times[:-1] if time_limit.stopped_early else epoch_times
     tokens_per_second = (

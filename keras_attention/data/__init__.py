@@ -15,7 +15,8 @@ The loaders return plain Python lists and NumPy arrays:
 
 `tokenize`, `build_vocabulary`, `LABELS` and `encode_labels` are shared
 text helpers for the word-level NLI models; `BucketedBatches` feeds
-padded id arrays to `model.fit` in length-bucketed batches.
+padded id arrays to `model.fit` in length-bucketed batches;
+`make_dataset` and `epoch_stream` do the same for translation pairs.
 """
 
 from keras_attention.data.batching import BucketedBatches
@@ -42,6 +43,7 @@ from keras_attention.data.snli import tokenize
 from keras_attention.data.translation import check_tokenizer_matches
 from keras_attention.data.translation import decode_ids
 from keras_attention.data.translation import encode_sentences
+from keras_attention.data.translation import epoch_stream
 from keras_attention.data.translation import load_tokenizer
 from keras_attention.data.translation import make_dataset
 from keras_attention.data.translation import tokenizer_fingerprint
@@ -73,6 +75,7 @@ __all__ = [
     "check_tokenizer_matches",
     "decode_ids",
     "encode_sentences",
+    "epoch_stream",
     "load_tokenizer",
     "make_dataset",
     "tokenizer_fingerprint",

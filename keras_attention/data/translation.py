@@ -289,6 +289,52 @@ def make_dataset(
     return dataset, count
 
 
+def epoch_stream(dataset, initial_epoch=0):
+    """One endless stream of epochs of `dataset`, starting at an epoch.
+
+    `model.fit(stream, steps_per_epoch=steps, initial_epoch=...)` then sees
+    the batches an uninterrupted run sees: epoch `e` is the `e`-th pass
+    over `dataset`, whichever process trains it. A dataset from
+    `make_dataset` reshuffles every pass in an order fixed by its seed, and
+    has the same number of batches in every pass (each length bucket holds
+    the same pairs), so a run resumed at `initial_epoch` (for example
+    `BackupAndRestore.initial_epoch()`) skips exactly the batches of the
+    epochs already trained. Skipping reads the pipeline for those epochs
+    without training on them.
+
+    The batches are counted with one pass over `dataset`, which moves its
+    shuffle on by one order: pass a newly built dataset, as a restarted
+    process does, so that both runs start from the same order.
+
+    Args:
+        dataset: a finite `tf.data.Dataset` whose passes all have the same
+            number of elements.
+        initial_epoch: int. Passes to skip.
+
+    Returns:
+        `(stream, steps_per_epoch)`.
+    """
+    import tensorflow as tf
+
+    if (
+        isinstance(initial_epoch, bool)
+        or not isinstance(initial_epoch, (int, np.integer))
+        or initial_epoch < 0
+    ):
+        raise ValueError(
+            "Argument `initial_epoch` must be a non-negative int. "
+            f"Received: initial_epoch={initial_epoch!r}"
+        )
+    steps = int(dataset.reduce(tf.constant(0, "int64"), lambda n, _: n + 1))
+    if steps == 0:
+        raise ValueError(
+            "Argument `dataset` has no batches: nothing to train on. "
+            f"Received: dataset={dataset!r}"
+        )
+    stream = dataset.repeat().skip(int(initial_epoch) * steps)
+    return stream, steps
+
+
 def _ragged(rows):
     import tensorflow as tf
 

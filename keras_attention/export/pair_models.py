@@ -78,30 +78,14 @@ class PairModule(tf.Module):
     def check_inputs(self, first, second):
         """The two batches, after in-graph checks of their rank and size.
 
-        The signature declares `[None]`, but a loaded signature checks
-        only the dtype of what it is given: a scalar or a `[N, 1]` batch
-        would reach the tokenizer. A wrong rank, or batches of different
+        A wrong rank (`text.check_sentence_batch`), or batches of different
         sizes, fail here with an `InvalidArgumentError` that names the
-        input and prints the received rank or sizes. (`tf.rank` would be
-        folded to the traced rank 1; counting the entries of the runtime
-        shape is not.)
+        input and prints the received rank or sizes.
         """
-        checks = []
-        for name, sentences in zip(self.input_names, (first, second)):
-            shape = tf.shape(sentences)
-            rank = tf.math.count_nonzero(shape >= 0, dtype=tf.int32)
-            checks.append(
-                tf.debugging.Assert(
-                    tf.equal(rank, 1),
-                    [
-                        f"Input `{name}` must be a 1-D batch of strings "
-                        f"[batch]. Received: {name} of rank",
-                        rank,
-                        "and shape",
-                        shape,
-                    ],
-                )
-            )
+        checks = [
+            text.check_sentence_batch(name, sentences)
+            for name, sentences in zip(self.input_names, (first, second))
+        ]
         with tf.control_dependencies(checks):
             sizes = [tf.shape(first)[0], tf.shape(second)[0]]
             a, b = self.input_names

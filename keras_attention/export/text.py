@@ -74,6 +74,33 @@ _TOKEN = (
 _TOKEN_REWRITE = r" \1 \2\3\4 \5\6 \7 \8 "
 
 
+def check_sentence_batch(name, sentences):
+    """An in-graph check that `sentences` is a 1-D batch `[batch]`.
+
+    A loaded signature checks only the dtype of what it is given, not the
+    `[None]` shape it declares: a scalar or a `[N, 1]` batch would reach
+    the tokenizer. A wrong rank fails with an `InvalidArgumentError` that
+    names the input and prints the received rank and shape. (`tf.rank`
+    would be folded to the traced rank 1; counting the entries of the
+    runtime shape is not.)
+
+    Returns:
+        The assertion op, for `tf.control_dependencies`.
+    """
+    shape = tf.shape(sentences)
+    rank = tf.math.count_nonzero(shape >= 0, dtype=tf.int32)
+    return tf.debugging.Assert(
+        tf.equal(rank, 1),
+        [
+            f"Input `{name}` must be a 1-D batch of strings [batch]. "
+            f"Received: {name} of rank",
+            rank,
+            "and shape",
+            shape,
+        ],
+    )
+
+
 def clean_utf8(texts):
     """Replaces bytes that are not valid UTF-8 by U+FFFD.
 

@@ -185,6 +185,10 @@ class TranslatorModule(tf.Module):
         return self.tokenizer.detokenize(rows)
 
     def _translate(self, inputs, beams):
+        with tf.control_dependencies(
+            [text.check_sentence_batch("inputs", inputs)]
+        ):
+            inputs = tf.identity(inputs)
         ids, pieces = self.encode(inputs)
         tokens, scores = self._search(ids, beams)
         outputs = self.decode(tokens)

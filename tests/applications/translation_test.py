@@ -116,6 +116,62 @@ def test_dataset_batches_are_bucketed_shifted_and_padded():
         translation.make_dataset(rows[:2], rows[:1])
 
 
+def _batch_keys(stream, count):
+    """Each batch's source ids as bytes, for `count` batches."""
+    keys = []
+    for inputs, _ in stream.take(count).as_numpy_iterator():
+        keys.append(inputs["encoder_token_ids"].tobytes())
+    return keys
+
+
+@pytest.mark.parametrize("drop_remainder", [True, False])
+def test_epoch_stream_resumes_with_the_batches_of_an_uninterrupted_run(
+    drop_remainder,
+):
+    rng = np.random.default_rng(1)
+    rows = [
+        rng.integers(4, 20, size=n).tolist() + [translation.END_ID]
+        for n in rng.integers(2, 20, size=300)
+    ]
+
+    def pipeline():
+        dataset, _ = translation.make_dataset(
+            rows,
+            rows,
+            tokens_per_batch=96,
+            max_length=24,
+            seed=7,
+            drop_remainder=drop_remainder,
+        )
+        return dataset
+
+    # Every pass has the same number of batches, in a new order.
+    counted = pipeline()
+    counts = [sum(1 for _ in counted) for _ in range(3)]
+    assert len(set(counts)) == 1, counts
+    full, steps = data.epoch_stream(pipeline())
+    assert steps == counts[0]
+    epochs = _batch_keys(full, 4 * steps)
+    passes = [epochs[i * steps : (i + 1) * steps] for i in range(4)]
+    assert len({tuple(p) for p in passes}) == 4
+    # A new pipeline (as in a restarted process) resumed at epoch 2.
+    resumed, resumed_steps = data.epoch_stream(pipeline(), initial_epoch=2)
+    assert resumed_steps == steps
+    assert _batch_keys(resumed, 2 * steps) == epochs[2 * steps :]
+
+
+def test_epoch_stream_rejects_bad_arguments():
+    dataset, _ = translation.make_dataset(
+        [[4, 3]], [[5, 3]], drop_remainder=True
+    )
+    with pytest.raises(ValueError, match=r"initial_epoch=-1"):
+        data.epoch_stream(dataset, initial_epoch=-1)
+    with pytest.raises(ValueError, match=r"initial_epoch=1\.5"):
+        data.epoch_stream(dataset, initial_epoch=1.5)
+    with pytest.raises(ValueError, match="has no batches"):
+        data.epoch_stream(dataset)
+
+
 def test_smoke_copy_task_learns(tmp_path):
     sys.path.insert(0, os.path.abspath(APP))
     try:

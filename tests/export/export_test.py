@@ -504,3 +504,28 @@ def test_loaded_signatures_have_the_documented_names_and_dtypes(
             for signature, sides in SIGNATURES[name].items()
         }
         assert loaded == expected, name
+
+
+@pytest.mark.skipif(
+    BACKEND != "tensorflow",
+    reason="the exported graph is the same from every backend; the jax "
+    "route exports through a tensorflow subprocess (checked once)",
+)
+@pytest.mark.parametrize(
+    "inputs, received",
+    [("a man", "of rank] [0]"), ([["a man"], ["a dog"]], "of rank] [2]")],
+)
+def test_translator_signature_refuses_other_ranks(exported, inputs, received):
+    import tensorflow as tf
+
+    loaded = tf.saved_model.load(need(exported, "translator").path)
+    for name in ("serving_default", "greedy"):
+        signature = loaded.signatures[name]
+        with pytest.raises(tf.errors.InvalidArgumentError) as info:
+            signature(inputs=tf.constant(inputs))
+        message = str(info.value)
+        assert "Input `inputs` must be a 1-D batch of strings" in message
+        assert received in message, message
+    # The same signature still answers a good batch.
+    answer = loaded.signatures["serving_default"](inputs=tf.constant(["a"]))
+    assert answer["outputs"].shape == (1,)
