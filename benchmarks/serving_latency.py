@@ -24,7 +24,11 @@ translations agree.
 
 Usage:
     python benchmarks/serving_latency.py --run-dir runs/translation_demo \
-        [--backend tensorflow|jax] [--data-dir DIR] [--repeats 5]
+        [--backend tensorflow|jax] [--data-dir DIR] [--repeats 5] \
+        [--jit-compile]
+
+`--jit-compile` exports with XLA-compiled searches (TF Serving on CPU runs
+those with `--xla_cpu_compilation_enabled=true`).
 
 Writes `benchmarks/results/<name>.json` and `.md` (`--name`, default
 `serving_latency`).
@@ -55,6 +59,12 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--beam-size", type=int, default=4)
     parser.add_argument("--name", default="serving_latency")
+    parser.add_argument(
+        "--jit-compile",
+        action="store_true",
+        help="Export with XLA-compiled searches (export_translator's "
+        "jit_compile=True).",
+    )
     args = parser.parse_args(argv)
     common.set_backend(args.backend)
 
@@ -75,7 +85,10 @@ def main(argv=None):
     folder = tempfile.mkdtemp(prefix="serving_latency_")
     start = time.perf_counter()
     path = export.export_translator(
-        args.run_dir, folder, beam_size=args.beam_size
+        args.run_dir,
+        folder,
+        beam_size=args.beam_size,
+        jit_compile=args.jit_compile,
     )
     export_seconds = time.perf_counter() - start
     serve = tf.saved_model.load(path)
@@ -160,6 +173,7 @@ def main(argv=None):
         "trained_on": trained.get("backend"),
         "preset": trained.get("preset"),
         "beam_size": args.beam_size,
+        "jit_compile": args.jit_compile,
         "alpha": 0.6,
         "repeats": args.repeats,
         "model": {
@@ -201,7 +215,13 @@ def main(argv=None):
     with open(os.path.join(common.RESULTS_DIR, f"{args.name}.md"), "w") as f:
         f.write(
             f"Exported translator vs Python decoding on {args.backend}, "
-            f"beam {args.beam_size}, medians of {args.repeats} interleaved "
+            f"beam {args.beam_size}"
+            + (
+                ", searches XLA-compiled (`--jit-compile`)"
+                if args.jit_compile
+                else ""
+            )
+            + f", medians of {args.repeats} interleaved "
             f"repeats; {report['preset']} preset trained on "
             f"{report['trained_on']} ({report['run_dir']}), "
             f"{report['model']['parameters']:,} parameters; export "

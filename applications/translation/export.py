@@ -3,13 +3,15 @@
 Usage:
     python applications/translation/export.py --run-dir runs/translation \
         --export-dir exports/translator [--version 1] [--beam-size 4] \
-        [--alpha 0.6] [--max-extra-length 50]
+        [--alpha 0.6] [--max-extra-length 50] [--jit-compile]
 
 Reads `model.keras` and `tokenizer.model` from the run folder (written by
 `train.py` on any backend) and writes `EXPORT_DIR/VERSION/`: raw sentences
 in (`inputs`), translations and scores out (`outputs`, `scores`), with the
 SentencePiece tokenizer, beam search (`serving_default`) and greedy search
 (`greedy`) inside the graph. See the Serving section of the README.
+`--jit-compile` compiles the searches with XLA (2-3x less CPU time per
+sentence; TF Serving on CPU then needs `--xla_cpu_compilation_enabled=true`).
 """
 
 import argparse
@@ -25,6 +27,11 @@ def main(argv=None):
     parser.add_argument("--beam-size", type=int, default=4)
     parser.add_argument("--alpha", type=float, default=0.6)
     parser.add_argument("--max-extra-length", type=int, default=50)
+    parser.add_argument(
+        "--jit-compile",
+        action="store_true",
+        help="Compile the searches with XLA (servers with XLA only).",
+    )
     args = parser.parse_args(argv)
     path = export.export_translator(
         args.run_dir,
@@ -33,6 +40,7 @@ def main(argv=None):
         beam_size=args.beam_size,
         alpha=args.alpha,
         max_extra_length=args.max_extra_length,
+        jit_compile=args.jit_compile,
     )
     print(f"Wrote {path}")
     for name, signature in export.signature_summary(path).items():

@@ -14,6 +14,7 @@ non-padding source tokens), and never runs past `max_length`, which
 defaults to `model.max_sequence_length`.
 """
 
+import contextlib
 import weakref
 
 import keras
@@ -355,6 +356,23 @@ def _beam_fn(model, settings):
         return best_tokens, best_scores
 
     return run
+
+
+@contextlib.contextmanager
+def fresh_traces(model):
+    """Searches on `model` inside the block are traced anew, not reused.
+
+    Compiled searches are kept per model and settings. An exporter that
+    traces the search under other op substitutions (or for XLA) needs its
+    own traces; the ones from before the block are kept for after it.
+    """
+    before = _COMPILED.pop(model, None)
+    try:
+        yield
+    finally:
+        _COMPILED.pop(model, None)
+        if before is not None:
+            _COMPILED[model] = before
 
 
 def _compiled(model, settings, factory):

@@ -529,3 +529,33 @@ def test_translator_signature_refuses_other_ranks(exported, inputs, received):
     # The same signature still answers a good batch.
     answer = loaded.signatures["serving_default"](inputs=tf.constant(["a"]))
     assert answer["outputs"].shape == (1,)
+
+
+@pytest.mark.skipif(
+    BACKEND != "tensorflow",
+    reason="an in-process export and load (tensorflow); the jax route "
+    "exports through the same tensorflow code",
+)
+def test_translator_jit_compile_export_and_export_after_decoding(tmp_path):
+    import tensorflow as tf
+
+    model, tokenizer = tiny_translator()
+    # Decoding first leaves traced searches (with XLA's slice update op)
+    # in the search cache: the default export must not reuse them.
+    texts, scores = python_translations(model, tokenizer, SOURCES, 4)
+    plain = export.export_translator(model, tmp_path / "plain", tokenizer)
+    assert export.nonstandard_op_names(plain) == []
+    path = export.export_translator(
+        model, tmp_path / "xla", tokenizer, jit_compile=True
+    )
+    # The XLA graph keeps XLA's own op; TF Serving runs it with XLA on.
+    assert export.nonstandard_op_names(path) == ["XlaDynamicUpdateSlice"]
+    assert export.signature_summary(path) == SIGNATURES["translator"]
+    loaded = tf.saved_model.load(path)
+    answer = loaded.signatures["serving_default"](inputs=tf.constant(SOURCES))
+    assert [t.decode() for t in answer["outputs"].numpy()] == texts
+    np.testing.assert_allclose(answer["scores"].numpy(), scores, atol=1e-4)
+    with pytest.raises(ValueError, match="jit_compile='yes'"):
+        export.export_translator(
+            model, tmp_path / "bad", tokenizer, jit_compile="yes"
+        )
