@@ -196,8 +196,12 @@ class DevCorrelation(keras.callbacks.Callback):
         if logs is not None:
             logs["val_pearson"] = result["pearson"]
         print(f" - dev pearson {result['pearson']:.4f}")
-        if result["pearson"] > self.best:
-            self.best = result["pearson"]
+        # A NaN r (constant predictions) ranks below every number; the
+        # first epoch is kept whatever its r, so a checkpoint always exists.
+        pearson = result["pearson"]
+        score = pearson if np.isfinite(pearson) else -np.inf
+        if score > self.best or not os.path.exists(self.path):
+            self.best = max(self.best, score)
             files.atomic_save(self.model, self.path)
         if time.perf_counter() - self.start > self.seconds:
             print("Time limit reached; stopping.")

@@ -154,12 +154,23 @@ def _download(relative_path):
     import keras
 
     directory, name = posixpath.split(relative_path)
-    return keras.utils.get_file(
-        fname=name,
-        origin=known.url,
-        file_hash=known.sha256,
-        cache_subdir=os.path.join(CACHE_SUBDIR, *directory.split("/")),
-    )
+    try:
+        return keras.utils.get_file(
+            fname=name,
+            origin=known.url,
+            file_hash=known.sha256,
+            cache_subdir=os.path.join(CACHE_SUBDIR, *directory.split("/")),
+        )
+    except ValueError:  # a hash mismatch: Keras's message names the file
+        raise
+    except Exception as error:  # Keras reports a failed fetch as Exception
+        raise ConnectionError(
+            f"Could not download the data file '{relative_path}' from "
+            f"{known.url} ({error}). Without network access, set ${ENV_VAR} "
+            "or pass data_dir (applications: --data-dir) to a data "
+            "directory that contains it. Received: "
+            f"relative_path={relative_path!r}"
+        ) from error
 
 
 def get_file(relative_path, data_dir=None, verify=True):

@@ -76,3 +76,30 @@ def test_unknown_model_is_rejected():
     train = load_script()
     with pytest.raises(SystemExit):
         train.parse_args(["--model", "lstm"])
+
+
+def test_a_nan_dev_correlation_still_leaves_a_checkpoint(tmp_path, monkeypatch):
+    # Constant predictions give a NaN Pearson r: the first epoch is kept
+    # anyway (training must end with a model to load), and a later finite
+    # r replaces it.
+    script = load_script()
+    values = iter([math.nan, math.nan, 0.2, math.nan])
+    monkeypatch.setattr(
+        script, "correlations", lambda *args: {"pearson": next(values)}
+    )
+    saved = []
+
+    def save(model, path):
+        saved.append(path)
+        pathlib.Path(path).write_text("weights")
+
+    monkeypatch.setattr(script.files, "atomic_save", save)
+    path = str(tmp_path / "checkpoint.keras")
+    tracker = script.DevCorrelation(None, None, path, seconds=3600)
+    tracker.set_model(keras.Sequential())
+    tracker.on_train_begin()
+    for epoch in range(4):
+        tracker.on_epoch_end(epoch, {})
+    assert saved == [path, path]  # epoch 1 (NaN, the first), epoch 3
+    assert tracker.best == 0.2
+    assert math.isnan(tracker.history[0]) and len(tracker.history) == 4

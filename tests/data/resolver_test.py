@@ -198,6 +198,26 @@ def test_download_calls_keras_get_file_with_sha256(monkeypatch):
     )
 
 
+def test_failed_download_is_a_connection_error_naming_file_and_url(
+    monkeypatch,
+):
+    import keras
+
+    monkeypatch.delenv("KERAS_ATTENTION_DATA", raising=False)
+
+    def offline(**kwargs):
+        raise Exception(f"URL fetch failure on {kwargs['origin']}: None")
+
+    monkeypatch.setattr(keras.utils, "get_file", offline)
+    relative = "snli/jsonl/snli_1.0_train_first1024.jsonl.gz"
+    with pytest.raises(ConnectionError) as info:
+        resolver.get_file(relative)
+    message = str(info.value)
+    assert f"relative_path={relative!r}" in message
+    assert checksums.KNOWN_FILES[relative].url in message
+    assert "KERAS_ATTENTION_DATA" in message
+
+
 @pytest.mark.parametrize("bad", ["/abs/file.txt", "../up.txt", ""])
 def test_non_relative_path_is_rejected(tmp_path, bad):
     with pytest.raises(ValueError, match="Received: relative_path="):
