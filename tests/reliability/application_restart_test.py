@@ -117,7 +117,10 @@ def data_available():
 def start(tmp_path, name, output_dir, kill_at_step=None):
     flags, _, _ = APPLICATIONS[name]
     wrapper = tmp_path / "run_with_kill.py"
-    wrapper.write_text(WRAPPER)
+    # Written once: rewriting it while an earlier run's interpreter is
+    # reading it gave that run an empty script (exit 0, nothing done).
+    if not wrapper.exists():
+        wrapper.write_text(WRAPPER)
     env = dict(os.environ, KERAS_BACKEND=BACKEND, TF_CPP_MIN_LOG_LEVEL="3")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     env["FIT_STEPS_FILE"] = str(output_dir.parent / f"{output_dir.name}.steps")
