@@ -26,6 +26,7 @@ model.fit(
 
 import numpy as np
 
+from keras_attention.utils.validation import check_non_negative_int
 from keras_attention.utils.validation import check_positive_int
 
 
@@ -170,15 +171,7 @@ class BucketedBatches:
         batches an uninterrupted run sees. The order is fixed by the
         position in the stream, so prefetching cannot change it.
         """
-        if (
-            isinstance(initial_epoch, bool)
-            or not isinstance(initial_epoch, int)
-            or initial_epoch < 0
-        ):
-            raise ValueError(
-                "`initial_epoch` must be a non-negative int. Received: "
-                f"initial_epoch={initial_epoch!r}"
-            )
+        check_non_negative_int("initial_epoch", initial_epoch)
         check_positive_int("epochs", epochs, allow_none=True)
         import tensorflow as tf
 

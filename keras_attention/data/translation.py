@@ -17,6 +17,8 @@ import warnings
 
 import numpy as np
 
+from keras_attention.utils.validation import check_non_negative_int
+
 PAD_ID = 0
 UNK_ID = 1
 START_ID = 2
@@ -316,15 +318,7 @@ def epoch_stream(dataset, initial_epoch=0):
     """
     import tensorflow as tf
 
-    if (
-        isinstance(initial_epoch, bool)
-        or not isinstance(initial_epoch, (int, np.integer))
-        or initial_epoch < 0
-    ):
-        raise ValueError(
-            "Argument `initial_epoch` must be a non-negative int. "
-            f"Received: initial_epoch={initial_epoch!r}"
-        )
+    check_non_negative_int("initial_epoch", initial_epoch)
     steps = int(dataset.reduce(tf.constant(0, "int64"), lambda n, _: n + 1))
     if steps == 0:
         raise ValueError(

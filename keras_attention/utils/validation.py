@@ -4,6 +4,8 @@ Shape checks run on static shapes only: a dimension that is `None` (unknown
 until run time) is not checked.
 """
 
+import numbers
+
 
 def check_positive_int(name, value, allow_none=False):
     if value is None and allow_none:
@@ -12,6 +14,19 @@ def check_positive_int(name, value, allow_none=False):
         expected = "a positive integer" + (" or None" if allow_none else "")
         raise ValueError(
             f"Argument `{name}` must be {expected}. Received: {name}={value!r}"
+        )
+
+
+def check_non_negative_int(name, value):
+    """Python or NumPy integers >= 0 (not bools)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Integral)
+        or value < 0
+    ):
+        raise ValueError(
+            f"Argument `{name}` must be a non-negative int. "
+            f"Received: {name}={value!r}"
         )
 
 
