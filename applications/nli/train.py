@@ -37,6 +37,7 @@ import json
 import os
 import sys
 import time
+import warnings
 
 import keras
 import numpy as np
@@ -62,6 +63,8 @@ class Config:
     learning_rate: float = None  # default: adam 1e-3, adagrad 0.05
     hidden_dim: int = 200
     dropout: float = 0.2
+    trainable_embeddings: bool = False  # fine-tune the GloVe rows too
+    initial_weights: str = None  # .weights.h5 of an earlier run to start from
     max_length: int = 100  # longer sentences are cut (and counted)
     bucket_width: int = 8  # batch widths: multiples of this (0: longest)
     output_dir: str = "runs/nli"
@@ -91,6 +94,7 @@ def model_kwargs(config):
     kwargs = {
         "hidden_dim": config.hidden_dim,
         "dropout": config.dropout,
+        "trainable_embeddings": config.trainable_embeddings,
         "seed": config.seed,
     }
     if config.model == "decomposable":
@@ -288,6 +292,46 @@ def bucketed(x, y, config, shuffle=False):
     )
 
 
+def load_initial_weights(model, path, x_train, vocabulary):
+    """Starts from the weights of an earlier run (`--initial-weights`).
+
+    The earlier run must have the same model and vocabulary: when a
+    `vocabulary.txt` sits next to `path` it is compared with this run's.
+    A backup of this run, when there is one, still takes precedence (it is
+    restored when `fit` starts), so an interrupted run resumes exactly.
+    """
+    if not os.path.isfile(path):
+        raise FileNotFoundError(
+            f"--initial-weights: no such file. Received: {path!r}"
+        )
+    saved = os.path.join(os.path.dirname(path), "vocabulary.txt")
+    if os.path.isfile(saved):
+        with open(saved) as f:
+            theirs = f.read().split("\n")[:-1]
+        if theirs != vocabulary:
+            raise ValueError(
+                "--initial-weights comes from a run with another vocabulary "
+                f"({len(theirs)} words, this run has {len(vocabulary)}): "
+                "train it with the same --dataset, --extra-training and data. "
+                f"Received: {path!r}"
+            )
+    # Variables exist once the model has seen a batch.
+    model({name: ids[:2] for name, ids in x_train.items()}, training=False)
+    try:
+        with warnings.catch_warnings():
+            # Model weights only: the optimizer starts afresh, with this
+            # run's learning rate.
+            warnings.filterwarnings(
+                "ignore", message="Skipping variable loading for optimizer"
+            )
+            model.load_weights(path)
+    except ValueError as error:
+        raise ValueError(
+            "--initial-weights does not fit this model (same --model, "
+            f"--hidden-dim and options needed): {error}. Received: {path!r}"
+        ) from error
+
+
 def trainable_parameters(model):
     return int(sum(np.prod(w.shape) for w in model.trainable_weights))
 
@@ -324,6 +368,10 @@ def train(config):
             metrics=["accuracy"],
             jit_compile=distribute.jit_compile(config.jit_compile),
         )
+        if config.initial_weights:
+            load_initial_weights(
+                model, config.initial_weights, arrays["train"][0], vocabulary
+            )
     parameters = trainable_parameters(model)
     print(f"{model.name}: {parameters:,} trainable parameters")
 
@@ -432,6 +480,18 @@ def parse_args(argv=None):
     parser.add_argument("--learning-rate", type=float, default=None)
     parser.add_argument("--hidden-dim", type=int, default=defaults.hidden_dim)
     parser.add_argument("--dropout", type=float, default=defaults.dropout)
+    parser.add_argument(
+        "--trainable-embeddings",
+        action="store_true",
+        help="Fine-tune the word vectors too (default: frozen GloVe).",
+    )
+    parser.add_argument(
+        "--initial-weights",
+        default=None,
+        help="Start from these weights (a checkpoint.weights.h5 of an "
+        "earlier run with the same model and data), e.g. to continue with a "
+        "lower --learning-rate.",
+    )
     parser.add_argument("--max-length", type=int, default=defaults.max_length)
     parser.add_argument(
         "--bucket-width",

@@ -1,5 +1,6 @@
 """The NLI application runs end to end in --smoke mode on every backend."""
 
+import dataclasses
 import importlib.util
 import json
 import pathlib
@@ -173,3 +174,91 @@ def test_bucketed_batches_cover_every_pair_once_and_cut_padding():
         x, y, train.parse_args(["--smoke", "--bucket-width", "0"])
     )
     assert padded.widths == [info["padded_length"]]
+
+
+@pytest.mark.skipif(
+    not data_available(),
+    reason="staged data not found (set KERAS_ATTENTION_DATA)",
+)
+def test_initial_weights_continue_an_earlier_run(tmp_path):
+    train = load_script()
+    common = ["--smoke", "--model", "bow", "--dataset", "sick"]
+    common += ["--hidden-dim", "8", "--verbose", "0"]
+    first = train.parse_args(
+        common + ["--trainable-embeddings", "--output-dir", str(tmp_path / "a")]
+    )
+    metrics = train.train(first)
+    saved = keras.saving.load_model(tmp_path / "a" / "model.keras")
+    assert saved.get_layer("word_embedding").trainable
+    # The trainable word vectors count as parameters.
+    assert metrics["parameters"] == sum(
+        int(np.prod(w.shape)) for w in saved.trainable_weights
+    )
+    assert metrics["parameters"] > metrics["vocabulary_size"] * 50
+
+    # A fresh model starts from exactly the earlier run's best weights.
+    checkpoint = str(tmp_path / "a" / "checkpoint.weights.h5")
+    arrays, vocabulary, matrix, _ = train.prepare_data(first)
+    model = train.MODEL_BUILDERS["bow"](
+        vocabulary_size=len(vocabulary),
+        embeddings=matrix,
+        **train.model_kwargs(first),
+    )
+    train.load_initial_weights(
+        model, checkpoint, arrays["train"][0], vocabulary
+    )
+    for mine, theirs in zip(model.weights, saved.weights):
+        np.testing.assert_array_equal(
+            keras.ops.convert_to_numpy(mine),
+            keras.ops.convert_to_numpy(theirs),
+        )
+
+    # ... and the script trains from them.
+    second = train.parse_args(
+        common
+        + ["--initial-weights", checkpoint, "--learning-rate", "1e-4"]
+        + ["--output-dir", str(tmp_path / "b")]
+    )
+    assert 0.0 <= train.train(second)["test_accuracy"] <= 1.0
+
+
+@pytest.mark.skipif(
+    not data_available(),
+    reason="staged data not found (set KERAS_ATTENTION_DATA)",
+)
+def test_initial_weights_that_do_not_fit_are_named(tmp_path):
+    train = load_script()
+    config = train.parse_args(
+        ["--smoke", "--model", "bow", "--dataset", "sick", "--hidden-dim", "8"]
+        + ["--verbose", "0", "--output-dir", str(tmp_path / "a")]
+    )
+    train.train(config)
+    checkpoint = tmp_path / "a" / "checkpoint.weights.h5"
+    arrays, vocabulary, matrix, _ = train.prepare_data(config)
+
+    def fresh(hidden_dim=8):
+        return train.MODEL_BUILDERS["bow"](
+            vocabulary_size=len(vocabulary),
+            embeddings=matrix,
+            **train.model_kwargs(
+                dataclasses.replace(config, hidden_dim=hidden_dim)
+            ),
+        )
+
+    x_train = arrays["train"][0]
+    missing = str(tmp_path / "nowhere.weights.h5")
+    with pytest.raises(FileNotFoundError, match="--initial-weights"):
+        train.load_initial_weights(fresh(), missing, x_train, vocabulary)
+    with pytest.raises(ValueError, match="--initial-weights does not fit"):
+        train.load_initial_weights(
+            fresh(16), str(checkpoint), x_train, vocabulary
+        )
+    # A run over other data has another vocabulary.
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "checkpoint.weights.h5").write_bytes(checkpoint.read_bytes())
+    (other / "vocabulary.txt").write_text("\n".join(vocabulary[:-1]) + "\n")
+    with pytest.raises(ValueError, match="another vocabulary"):
+        train.load_initial_weights(
+            fresh(), str(other / "checkpoint.weights.h5"), x_train, vocabulary
+        )
