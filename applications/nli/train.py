@@ -47,6 +47,8 @@ from keras_attention import distribute
 from keras_attention import models
 from keras_attention.callbacks import BackupAndRestore
 from keras_attention.callbacks import ModelCheckpoint
+from keras_attention.callbacks import average_checkpoints
+from keras_attention.callbacks import last_checkpoints
 from keras_attention.utils import files
 
 
@@ -65,6 +67,7 @@ class Config:
     dropout: float = 0.2
     trainable_embeddings: bool = False  # fine-tune the GloVe rows too
     initial_weights: str = None  # .weights.h5 of an earlier run to start from
+    average_last: int = 0  # >1: the final model averages the last epochs
     max_length: int = 100  # longer sentences are cut (and counted)
     bucket_width: int = 8  # batch widths: multiples of this (0: longest)
     output_dir: str = "runs/nli"
@@ -332,6 +335,27 @@ def load_initial_weights(model, path, x_train, vocabulary):
         ) from error
 
 
+class EpochCheckpoints(keras.callbacks.Callback):
+    """Writes each epoch's weights and keeps the newest `keep` of them.
+
+    Files are `epoch-NNN.weights.h5` in `directory`, written through a
+    temporary name (a kill never leaves a truncated file).
+    """
+
+    def __init__(self, directory, keep):
+        super().__init__()
+        self.directory = directory
+        self.keep = keep
+
+    def on_epoch_end(self, epoch, logs=None):
+        os.makedirs(self.directory, exist_ok=True)
+        path = os.path.join(self.directory, f"epoch-{epoch + 1:03d}.weights.h5")
+        files.atomic_save(self.model, path, weights_only=True)
+        all_saved = last_checkpoints(self.directory, 10**9)
+        for old in all_saved[: -self.keep]:
+            os.remove(old)
+
+
 def trainable_parameters(model):
     return int(sum(np.prod(w.shape) for w in model.trainable_weights))
 
@@ -400,6 +424,9 @@ def train(config):
     # uninterrupted run sees.
     batches = bucketed(x_train, y_train, config, shuffle=True)
     callbacks = [best, timer, backup]
+    epoch_dir = os.path.join(config.output_dir, "checkpoints")
+    if config.average_last > 1:
+        callbacks.insert(0, EpochCheckpoints(epoch_dir, config.average_last))
     start = time.perf_counter()
     model.fit(
         batches.as_dataset(epochs=None, initial_epoch=backup.initial_epoch()),
@@ -415,23 +442,38 @@ def train(config):
     train_seconds = time.perf_counter() - start
     distribute.end_data_parallel()  # evaluation takes batches of any size
 
-    # The weights of the epoch with the best dev accuracy.
+    def evaluate():
+        return {
+            f"{split}_accuracy": model.evaluate(
+                bucketed(*arrays[split], config).as_dataset(),
+                verbose=0,
+                return_dict=True,
+            )["accuracy"]
+            for split in ("dev", "test")
+        }
+
+    # The weights of the epoch with the best dev accuracy ...
     model.load_weights(checkpoint)
-    files.atomic_save(model, os.path.join(config.output_dir, "model.keras"))
-    results = {
-        split: model.evaluate(
-            bucketed(*arrays[split], config).as_dataset(),
-            verbose=0,
-            return_dict=True,
+    results = evaluate()
+    averaged = {}
+    if config.average_last > 1:
+        # ... or, when asked, the mean of the last epochs' weights.
+        last = last_checkpoints(epoch_dir, config.average_last)
+        average_checkpoints(model, last)
+        averaged = {"averaged_epochs": len(last), "best_epoch": results}
+        results = evaluate()
+        print(
+            f"Averaged the last {len(last)} epochs: dev accuracy "
+            f"{averaged['best_epoch']['dev_accuracy']:.4f} (best epoch) -> "
+            f"{results['dev_accuracy']:.4f}"
         )
-        for split in ("dev", "test")
-    }
+    files.atomic_save(model, os.path.join(config.output_dir, "model.keras"))
     # Throughput over the epochs after the first, which includes compiling.
     seconds = timer.epoch_seconds[1:] or timer.epoch_seconds
     pairs_per_second = len(y_train) * len(seconds) / sum(seconds)
     metrics = {
-        "dev_accuracy": results["dev"]["accuracy"],
-        "test_accuracy": results["test"]["accuracy"],
+        **results,
+        **averaged,
         "train_seconds": train_seconds,
         "epochs": len(timer.epoch_seconds),
         "parameters": parameters,
@@ -492,6 +534,15 @@ def parse_args(argv=None):
         "earlier run with the same model and data), e.g. to continue with a "
         "lower --learning-rate.",
     )
+    parser.add_argument(
+        "--average-last",
+        type=int,
+        default=defaults.average_last,
+        help="Keep the weights of the last K epochs and end with their "
+        "element-wise mean instead of the best-dev epoch's weights (0 or 1: "
+        "the best-dev epoch). metrics.json then also holds the best epoch's "
+        "accuracies under best_epoch.",
+    )
     parser.add_argument("--max-length", type=int, default=defaults.max_length)
     parser.add_argument(
         "--bucket-width",
@@ -521,6 +572,11 @@ def parse_args(argv=None):
         parser.error(
             "--bucket-width must be 0 (no buckets) or positive. Received: "
             f"--bucket-width {args.bucket_width}"
+        )
+    if args.average_last < 0:
+        parser.error(
+            "--average-last must be 0 (the best-dev epoch) or positive. "
+            f"Received: --average-last {args.average_last}"
         )
     if args.epochs is None:
         args.epochs = 1 if args.smoke else defaults.epochs

@@ -130,6 +130,7 @@ def test_intra_needs_the_decomposable_model():
     [
         (["--extra-training", "snli", "--dataset", "snli"], "--dataset snli"),
         (["--bucket-width", "-1"], "--bucket-width -1"),
+        (["--average-last", "-2"], "--average-last -2"),
     ],
 )
 def test_inconsistent_flags_are_named(flags, message, capsys):
@@ -262,3 +263,44 @@ def test_initial_weights_that_do_not_fit_are_named(tmp_path):
         train.load_initial_weights(
             fresh(), str(other / "checkpoint.weights.h5"), x_train, vocabulary
         )
+
+
+@pytest.mark.skipif(
+    not data_available(),
+    reason="staged data not found (set KERAS_ATTENTION_DATA)",
+)
+def test_average_last_ends_with_the_mean_of_the_last_epochs(tmp_path):
+    train = load_script()
+    config = train.parse_args(
+        ["--smoke", "--model", "bow", "--dataset", "sick", "--hidden-dim", "8"]
+        + ["--epochs", "3", "--average-last", "2", "--verbose", "0"]
+        + ["--output-dir", str(tmp_path)]
+    )
+    metrics = train.train(config)
+    kept = sorted(p.name for p in (tmp_path / "checkpoints").iterdir())
+    assert kept == ["epoch-002.weights.h5", "epoch-003.weights.h5"]
+    assert metrics["averaged_epochs"] == 2
+    assert set(metrics["best_epoch"]) == {"dev_accuracy", "test_accuracy"}
+
+    model = keras.saving.load_model(tmp_path / "model.keras")
+    epochs = []
+    for name in kept:
+        model.load_weights(tmp_path / "checkpoints" / name)
+        epochs.append([np.array(w) for w in model.get_weights()])
+    final = keras.saving.load_model(tmp_path / "model.keras").get_weights()
+    changed = 0
+    for second, third, mean in zip(*epochs, final):
+        if second.dtype.kind == "f":
+            np.testing.assert_allclose(mean, (second + third) / 2, atol=1e-6)
+            changed += not np.array_equal(second, third)
+    assert changed > 0  # the two epochs differ, so the mean is checked
+    # The averaged model's accuracy is what metrics.json reports.
+    arrays = train.prepare_data(config)[0]
+    dev = train.bucketed(*arrays["dev"], config).as_dataset()
+    final_model = keras.saving.load_model(tmp_path / "model.keras")
+    final_model.compile(
+        loss="sparse_categorical_crossentropy", metrics=["accuracy"]
+    )
+    assert final_model.evaluate(dev, verbose=0, return_dict=True)[
+        "accuracy"
+    ] == pytest.approx(metrics["dev_accuracy"])
