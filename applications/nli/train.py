@@ -18,6 +18,10 @@ backend, model, dataset) and, during training, `checkpoint.weights.h5` and a
 `backup/` folder for resuming an interrupted run: run the same command
 again and training continues from the last completed epoch, with the same
 batch order, random draws and best checkpoint as an uninterrupted run.
+`--average-last K` keeps the last K epochs' weights in `checkpoints/` and
+ends with their mean instead of the best-dev epoch's weights;
+`--initial-weights` starts from an earlier run's `checkpoint.weights.h5`
+(for example to continue at a lower learning rate).
 `--smoke` trains on a few dozen pairs (one epoch unless `--epochs` is
 given), to check the pipeline in seconds.
 
