@@ -41,10 +41,13 @@ def data_available():
     return True
 
 
-@pytest.mark.skipif(
+needs_data = pytest.mark.skipif(
     not data_available(),
     reason="staged data not found (set KERAS_ATTENTION_DATA)",
 )
+
+
+@needs_data
 def test_smoke_run_writes_metrics_and_a_loadable_model(tmp_path):
     train = load_script()
     config = train.parse_args(
@@ -140,10 +143,7 @@ def test_inconsistent_flags_are_named(flags, message, capsys):
     assert message in capsys.readouterr().err
 
 
-@pytest.mark.skipif(
-    not data_available(),
-    reason="staged data not found (set KERAS_ATTENTION_DATA)",
-)
+@needs_data
 def test_extra_training_adds_the_snli_pairs_to_sick_training_only():
     train = load_script()
     sick = train.load_splits("sick", None)
@@ -157,10 +157,7 @@ def test_extra_training_adds_the_snli_pairs_to_sick_training_only():
         assert joint[split] == sick[split]
 
 
-@pytest.mark.skipif(
-    not data_available(),
-    reason="staged data not found (set KERAS_ATTENTION_DATA)",
-)
+@needs_data
 def test_bucketed_batches_cover_every_pair_once_and_cut_padding():
     train = load_script()
     config = train.parse_args(["--smoke", "--dataset", "sick"])
@@ -177,10 +174,7 @@ def test_bucketed_batches_cover_every_pair_once_and_cut_padding():
     assert padded.widths == [info["padded_length"]]
 
 
-@pytest.mark.skipif(
-    not data_available(),
-    reason="staged data not found (set KERAS_ATTENTION_DATA)",
-)
+@needs_data
 def test_initial_weights_continue_an_earlier_run(tmp_path):
     train = load_script()
     common = ["--smoke", "--model", "bow", "--dataset", "sick"]
@@ -223,10 +217,7 @@ def test_initial_weights_continue_an_earlier_run(tmp_path):
     assert 0.0 <= train.train(second)["test_accuracy"] <= 1.0
 
 
-@pytest.mark.skipif(
-    not data_available(),
-    reason="staged data not found (set KERAS_ATTENTION_DATA)",
-)
+@needs_data
 def test_initial_weights_that_do_not_fit_are_named(tmp_path):
     train = load_script()
     config = train.parse_args(
@@ -265,10 +256,7 @@ def test_initial_weights_that_do_not_fit_are_named(tmp_path):
         )
 
 
-@pytest.mark.skipif(
-    not data_available(),
-    reason="staged data not found (set KERAS_ATTENTION_DATA)",
-)
+@needs_data
 def test_average_last_ends_with_the_mean_of_the_last_epochs(tmp_path):
     train = load_script()
     config = train.parse_args(
