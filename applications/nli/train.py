@@ -37,6 +37,7 @@ docs/distributed_training.md).
 
 import argparse
 import dataclasses
+import glob
 import json
 import os
 import sys
@@ -339,12 +340,10 @@ def load_initial_weights(model, path, x_train, vocabulary):
         ) from error
 
 
-class EpochCheckpoints(keras.callbacks.Callback):
-    """Writes each epoch's weights and keeps the newest `keep` of them.
-
-    Files are `epoch-NNN.weights.h5` in `directory`, written through a
-    temporary name (a kill never leaves a truncated file).
-    """
+class KeepNewest(keras.callbacks.Callback):
+    """After each epoch, deletes all but the newest `keep` weight files of
+    `directory` (per-epoch files written by `ModelCheckpoint`, whose
+    zero-padded epoch numbers sort by name)."""
 
     def __init__(self, directory, keep):
         super().__init__()
@@ -352,11 +351,8 @@ class EpochCheckpoints(keras.callbacks.Callback):
         self.keep = keep
 
     def on_epoch_end(self, epoch, logs=None):
-        os.makedirs(self.directory, exist_ok=True)
-        path = os.path.join(self.directory, f"epoch-{epoch + 1:03d}.weights.h5")
-        files.atomic_save(self.model, path, weights_only=True)
-        all_saved = last_checkpoints(self.directory, 10**9)
-        for old in all_saved[: -self.keep]:
+        saved = sorted(glob.glob(os.path.join(self.directory, "*.weights.h5")))
+        for old in saved[: -self.keep]:
             os.remove(old)
 
 
@@ -430,7 +426,14 @@ def train(config):
     callbacks = [best, timer, backup]
     epoch_dir = os.path.join(config.output_dir, "checkpoints")
     if config.average_last > 1:
-        callbacks.insert(0, EpochCheckpoints(epoch_dir, config.average_last))
+        # Before the backup: a backed-up epoch always has its weight file.
+        callbacks[:0] = [
+            ModelCheckpoint(
+                os.path.join(epoch_dir, "epoch-{epoch:03d}.weights.h5"),
+                save_weights_only=True,
+            ),
+            KeepNewest(epoch_dir, config.average_last),
+        ]
     start = time.perf_counter()
     model.fit(
         batches.as_dataset(epochs=None, initial_epoch=backup.initial_epoch()),
