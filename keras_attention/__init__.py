@@ -32,6 +32,7 @@ from keras_attention import losses
 from keras_attention import metrics
 from keras_attention import models
 from keras_attention import ops
+from keras_attention import saving
 from keras_attention import schedules
 from keras_attention.version import __version__
 
@@ -44,6 +45,7 @@ __all__ = [
     "metrics",
     "models",
     "ops",
+    "saving",
     "schedules",
     "__version__",
 ]

@@ -17,15 +17,18 @@ LAYOUTS = {
     "multi_head_attention": (
         lambda: layers.MultiHeadAttention(num_heads=2, key_dim=3, name="l"),
         {"query": X, "value": X},
+        # Keras's sublayer names since release 0.2 (0.1: query_dense, ...).
+        # Weight files are keyed by attribute, not by these names, and keep
+        # their paths (tests/reliability/release_files_test.py).
         [
-            ("query_dense/kernel", (8, 2, 3)),
-            ("query_dense/bias", (2, 3)),
-            ("key_dense/kernel", (8, 2, 3)),
-            ("key_dense/bias", (2, 3)),
-            ("value_dense/kernel", (8, 2, 3)),
-            ("value_dense/bias", (2, 3)),
-            ("output_dense/kernel", (2, 3, 8)),
-            ("output_dense/bias", (8,)),
+            ("query/kernel", (8, 2, 3)),
+            ("query/bias", (2, 3)),
+            ("key/kernel", (8, 2, 3)),
+            ("key/bias", (2, 3)),
+            ("value/kernel", (8, 2, 3)),
+            ("value/bias", (2, 3)),
+            ("attention_output/kernel", (2, 3, 8)),
+            ("attention_output/bias", (8,)),
         ],
     ),
     "position_embedding": (

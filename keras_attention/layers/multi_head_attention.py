@@ -1,3 +1,7 @@
+import math
+import string
+import warnings
+
 import keras
 from keras import ops
 
@@ -11,7 +15,6 @@ from keras_attention.utils.masks import drop_keras_masks
 from keras_attention.utils.validation import check_dims
 from keras_attention.utils.validation import check_mask
 from keras_attention.utils.validation import check_positive_int
-from keras_attention.utils.validation import check_rank
 from keras_attention.utils.validation import check_rate
 from keras_attention.utils.validation import static_shape
 
@@ -31,28 +34,52 @@ class MultiHeadAttention(keras.layers.Layer):
     output = einsum("btnh,nhf->btf", weights . v, output_kernel)
     ```
 
-    The constructor, call signature, weight shapes and weight order are those
-    of `keras.layers.MultiHeadAttention`, so
-    `ours.set_weights(theirs.get_weights())` reproduces its outputs. On top
-    of it, this layer adds a key/value cache for incremental decoding and
-    local (restricted) attention with `window_size`.
+    The constructor, call signature, sublayer names (`query`, `key`,
+    `value`, `gate`, `attention_output`), weight shapes, weight order and
+    weight-file paths are those of `keras.layers.MultiHeadAttention`: Keras's
+    own test module for that layer runs against this class
+    (`tests/layers/keras_multi_head_attention_test.py`), weights load from
+    files written with Keras's class and back, `DTypePolicyMap`s keyed by
+    Keras's paths apply, and `quantize("int8")` and `enable_lora` work on
+    the projections. Subclasses may override `_compute_attention`, the
+    override point Keras documents. On top of Keras's layer, this one adds a
+    key/value cache for incremental decoding.
 
-    The key bias is kept for that weight compatibility, but it adds
-    `q . b_k` to every logit of a query row, which the softmax cancels: it
-    never receives a gradient.
+    Inputs may have any rank `>= 3`, `(B, ..., F)`; `attention_axes` names
+    the axes attended over (default: all but the batch and feature axes,
+    attended jointly). The other axes are batch axes.
+
+    The key bias is kept for weight compatibility, but it adds `q . b_k` to
+    every logit of a query row, which the softmax cancels: it never receives
+    a gradient.
 
     Masking: the attention mask is the AND of `attention_mask`, the
     per-sequence `query_mask`, `value_mask` and `key_mask` (filled in by Keras
     from the inputs' Keras masks when not given), the causal mask when
-    `use_causal_mask=True`, and the band `|t - s| <= window_size`. Masked keys
-    get exactly zero weight. A query row with no key left (for example a
-    padded query) gets zero weights and a zero attention output, so the layer
-    output there is the output bias; `keras.layers.MultiHeadAttention`
-    instead averages all values there. The output carries the query's Keras
-    mask.
+    `use_causal_mask=True`, and the band `|t - s| < sliding_window`.
+    `attention_mask` broadcasts as in Keras: its shape is the scores' shape
+    `(B, N, T, S)` without or with the heads axis, and with any leading axes
+    of size 1 or left out, e.g. `(T, S)`, `(1, T, S)`, `(B, T, S)`,
+    `(B, N, T, S)`. Masked keys get exactly zero weight. The output carries
+    the query's Keras mask.
 
-    Decoding cache: pass `cache` of shape `(B, 2, S, N, H)` holding the
-    projected keys (`cache[:, 0]`) and values (`cache[:, 1]`).
+    Differences from `keras.layers.MultiHeadAttention`, on purpose:
+    - A query row with no key left (for example a padded query) gets zero
+      weights and a zero attention output, so the layer output there is the
+      output bias; Keras's layer averages all values there instead.
+    - float16 logits and softmax are computed in float32 (Keras's overflow
+      past 65504 and give NaN); the backends' fused kernels are used in
+      float16 only where they accumulate in float32 themselves (jax on GPU,
+      torch on CUDA).
+    - The decoding cache below.
+    - Per-sequence masks, `use_causal_mask` and `sliding_window` with inputs
+      of rank > 3 need a single attention axis (Keras builds them from axis
+      1 whatever the attention axes); otherwise pass `attention_mask`.
+    - The heads' dropout draws from one `keras.random.SeedGenerator` (no
+      `Dropout` sublayer), created only when `dropout > 0`.
+
+    Decoding cache (rank-3 inputs): pass `cache` of shape `(B, 2, S, N, H)`
+    holding the projected keys (`cache[:, 0]`) and values (`cache[:, 1]`).
     - Self-attention: pass the new tokens as `query` and `value` and their
       first position as `cache_update_index`. Their keys and values are
       written into the cache at that index and the queries attend over the
@@ -72,17 +99,16 @@ class MultiHeadAttention(keras.layers.Layer):
             `0.0`.
         use_bias: bool. Whether the projections have biases. Defaults to
             `True`.
-        output_shape: int or 1-tuple. Width of the output. Defaults to the
-            query's last dimension.
-        attention_axes: `None` or the sequence axis (`1` or `-2`): attention
-            runs over axis 1 of rank-3 inputs. Kept for compatibility with
-            `keras.layers.MultiHeadAttention`.
-        window_size: int. If set, query `t` attends only to keys `s` with
-            `|t - s| <= window_size` (the paper's restricted self-attention
-            with neighbourhood `r`). Defaults to `None` (no restriction).
-        sliding_window: int. The same band in Keras's convention:
-            `|t - s| < sliding_window`, i.e. `window_size = sliding_window - 1`.
-            Give at most one of the two. Defaults to `None`.
+        output_shape: int or tuple. Trailing shape of the output. Defaults
+            to the query's last dimension.
+        attention_axes: `None`, an int or a tuple of ints. The input axes
+            attended over. Defaults to every axis but the batch and feature
+            axes.
+        sliding_window: int. If set, query `t` attends only to keys `s`
+            with `|t - s| < sliding_window`; with `use_causal_mask=True` to
+            itself and the `sliding_window - 1` keys before it. The
+            Transformer paper's restricted self-attention with neighbourhood
+            `r` is `sliding_window=r + 1`. Defaults to `None`.
         flash_attention: `None`, `True` or `False`. Passed to
             `keras.ops.dot_product_attention`. Defaults to `None` (the backend
             chooses).
@@ -91,27 +117,32 @@ class MultiHeadAttention(keras.layers.Layer):
         bias_initializer: initializer for the biases. Defaults to `"zeros"`.
         kernel_regularizer: regularizer for the kernels. Defaults to `None`.
         bias_regularizer: regularizer for the biases. Defaults to `None`.
+        activity_regularizer: regularizer for the projections' outputs.
+            Defaults to `None`.
         kernel_constraint: constraint for the kernels. Defaults to `None`.
         bias_constraint: constraint for the biases. Defaults to `None`.
         use_gate: bool. Multiply the attention output by a sigmoid gate
             computed from the query, as `keras.layers.MultiHeadAttention` does.
             Defaults to `False`.
         seed: int. Seed for the attention dropout. Defaults to `None`.
-        **kwargs: base layer arguments (`name`, `dtype`, ...).
+        **kwargs: base layer arguments (`name`, `dtype`, ...). The name
+            `window_size` (`sliding_window - 1`) of release 0.1 is still
+            accepted, with a `DeprecationWarning`.
 
     Call arguments:
-        query: tensor of shape `(B, T, F)`.
+        query: tensor of shape `(B, T, F)` (or `(B, ..., F)`).
         value: tensor of shape `(B, S, Fv)`.
         key: optional tensor of shape `(B, S, Fk)`. Defaults to `value`.
         query_mask: optional boolean tensor `(B, T)`.
         value_mask: optional boolean tensor `(B, S)`.
         key_mask: optional boolean tensor `(B, S)`.
-        attention_mask: optional boolean tensor `(B, T, S)`, `True` = attend.
-        cache: optional tensor `(B, 2, S, N, H)`, see above.
-        cache_update_index: optional int or scalar int tensor, see above.
+        attention_mask: optional boolean tensor broadcastable to the scores
+            `(B, N, T, S)`, see Masking; `True` = attend.
         return_attention_scores: bool. Also return the attention weights.
         training: bool. Whether dropout is in effect.
         use_causal_mask: bool. Query `t` attends only to keys `s <= t`.
+        cache: optional tensor `(B, 2, S, N, H)`, see above.
+        cache_update_index: optional int or scalar int tensor, see above.
 
     Returns:
         `output` of shape `(B, T, F)`; followed by the attention weights
@@ -149,130 +180,156 @@ class MultiHeadAttention(keras.layers.Layer):
         use_bias=True,
         output_shape=None,
         attention_axes=None,
-        window_size=None,
         sliding_window=None,
         flash_attention=None,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
         kernel_regularizer=None,
         bias_regularizer=None,
+        activity_regularizer=None,
         kernel_constraint=None,
         bias_constraint=None,
         use_gate=False,
         seed=None,
         **kwargs,
     ):
+        window_size = kwargs.pop("window_size", None)
         check_positive_int("num_heads", num_heads)
         check_positive_int("key_dim", key_dim)
         check_positive_int("value_dim", value_dim, allow_none=True)
         check_rate("dropout", dropout)
-        check_positive_int("window_size", window_size, allow_none=True)
         check_positive_int("sliding_window", sliding_window, allow_none=True)
-        if window_size is not None and sliding_window is not None:
-            raise ValueError(
-                "Give at most one of `window_size` and `sliding_window`. "
-                f"Received: window_size={window_size}, "
-                f"sliding_window={sliding_window}"
-            )
-        if isinstance(output_shape, (list, tuple)):
-            if len(output_shape) != 1:
+        if window_size is not None:
+            check_positive_int("window_size", window_size)
+            if sliding_window is not None:
                 raise ValueError(
-                    "Argument `output_shape` must be an int or a 1-tuple. "
-                    f"Received: output_shape={output_shape!r}"
+                    "Give `sliding_window` only; `window_size` is its "
+                    "deprecated name. Received: "
+                    f"window_size={window_size}, "
+                    f"sliding_window={sliding_window}"
                 )
-            output_shape = output_shape[0]
-        check_positive_int("output_shape", output_shape, allow_none=True)
-        if isinstance(attention_axes, (list, tuple)):
-            attention_axes = tuple(attention_axes)
-        if attention_axes not in (None, 1, -2, (1,), (-2,)):
-            raise ValueError(
-                "Argument `attention_axes` must be None or the sequence axis "
-                "(1 or -2); inputs are (batch, sequence, features). "
-                f"Received: attention_axes={attention_axes!r}"
+            warnings.warn(
+                "`window_size` is deprecated: pass "
+                f"sliding_window={window_size + 1} (the same band, "
+                "|t - s| < sliding_window). Received: "
+                f"window_size={window_size}",
+                DeprecationWarning,
+                stacklevel=2,
             )
+            sliding_window = window_size + 1
+        self._output_dims = _output_dims(output_shape)
+        self._axes = _axes_tuple(attention_axes)
         if flash_attention and dropout > 0.0:
             raise ValueError(
-                "Dropout on the attention weights cannot run in the flash "
-                "kernel. Received: flash_attention=True, "
-                f"dropout={dropout}"
+                "Dropout is not supported when flash attention is enabled. "
+                f"Received: flash_attention={flash_attention}, "
+                f"dropout={dropout}; set dropout=0.0 to use flash attention."
             )
         super().__init__(**kwargs)
         self.num_heads = num_heads
         self.key_dim = key_dim
-        self.value_dim = value_dim
+        self.value_dim = value_dim or key_dim
         self.dropout = dropout
         self.use_bias = use_bias
-        self.output_shape = output_shape
-        self.attention_axes = attention_axes
-        self.window_size = window_size
+        self.output_shape = (
+            tuple(output_shape)
+            if isinstance(output_shape, list)
+            else output_shape
+        )
+        self.attention_axes = self._axes
         self.sliding_window = sliding_window
         self.flash_attention = flash_attention
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
         self.bias_regularizer = keras.regularizers.get(bias_regularizer)
+        # Applied to the projections, as Keras does, not to this layer's
+        # output (a public `activity_regularizer` would do both).
+        self._projection_activity_regularizer = keras.regularizers.get(
+            activity_regularizer
+        )
         self.kernel_constraint = keras.constraints.get(kernel_constraint)
         self.bias_constraint = keras.constraints.get(bias_constraint)
         self.use_gate = use_gate
         self.seed = seed
-        self.seed_generator = keras.random.SeedGenerator(seed)
-        self.supports_masking = True
-        # The band half-width actually applied, in the paper's convention.
-        self._window = (
-            sliding_window - 1 if sliding_window is not None else window_size
+        # No random state without dropout, as in Keras.
+        self.seed_generator = (
+            keras.random.SeedGenerator(seed) if dropout > 0.0 else None
         )
-        self._value_width = value_dim or key_dim
+        self.supports_masking = True
+
+    # The sublayers live in private attributes behind read-only properties,
+    # as in Keras: weight files store each sublayer under the attribute
+    # Keras walks first, so this layout gives files of the same paths.
+    @property
+    def query_dense(self):
+        return self._query_dense
+
+    @property
+    def key_dense(self):
+        return self._key_dense
+
+    @property
+    def value_dense(self):
+        return self._value_dense
+
+    @property
+    def output_dense(self):
+        return self._output_dense
 
     def build(self, query_shape, value_shape, key_shape=None):
         key_shape = value_shape if key_shape is None else key_shape
-        check_rank("query", query_shape, 3)
-        check_rank("value", value_shape, 3)
-        check_rank("key", key_shape, 3)
-        if value_shape[1] is not None and key_shape[1] is not None:
-            check_dims(
-                "key",
-                key_shape,
-                (None, value_shape[1], None),
-                f"(batch, {value_shape[1]}, features) like `value`",
-            )
+        query_shape, value_shape, key_shape = (
+            tuple(query_shape),
+            tuple(value_shape),
+            tuple(key_shape),
+        )
+        _check_input_shapes(query_shape, value_shape, key_shape)
+        rank = self._rank = len(query_shape)
+        self._attention_axes = _resolve_axes(self._axes, rank)
         self._input_dims = {
             "query": query_shape[-1],
             "value": value_shape[-1],
             "key": key_shape[-1],
         }
         heads = (self.num_heads, self.key_dim)
-        value_heads = (self.num_heads, self._value_width)
+        value_heads = (self.num_heads, self.value_dim)
         # Built in the order of keras.layers.MultiHeadAttention, so weight
         # lists line up: query, key, [gate], value, output.
-        self.query_dense = self._projection("query_dense", heads, query_shape)
-        self.key_dense = self._projection("key_dense", heads, key_shape)
-        self.gate_dense = None
+        self._query_dense = self._projection("query", heads, query_shape)
+        self._key_dense = self._projection("key", heads, key_shape)
         if self.use_gate:
-            self.gate_dense = self._projection(
-                "gate_dense", value_heads, query_shape, activation="sigmoid"
+            self._gate_dense = self._projection(
+                "gate", value_heads, query_shape, activation="sigmoid"
             )
-        self.value_dense = self._projection(
-            "value_dense", value_heads, value_shape
-        )
-        output_width = self.output_shape or query_shape[-1]
-        # (B, T, N, Hv) -> (B, T, F). The letters follow axis order, which
-        # jax compiles with fewer transposes than "btnh,nhf->btf".
-        self.output_dense = keras.layers.EinsumDense(
-            "abcd,cde->abe",
-            output_shape=(None, output_width),
-            bias_axes="e" if self.use_bias else None,
-            name="output_dense",
+        self._value_dense = self._projection("value", value_heads, value_shape)
+        output_dims = self._output_dims or (query_shape[-1],)
+        # (B, ..., N, Hv) -> (B, ..., *output_dims). For rank 3 the letters
+        # ("abcd,cde->abe") follow axis order, which jax compiles with fewer
+        # transposes than "btnh,nhf->btf".
+        free = _letters(0, rank - 1)
+        bound = _letters(rank - 1, 2)
+        out = _letters(rank + 1, len(output_dims))
+        self._output_dense = keras.layers.EinsumDense(
+            f"{free}{bound},{bound}{out}->{free}{out}",
+            output_shape=(None,) * (rank - 2) + tuple(output_dims),
+            bias_axes=out if self.use_bias else None,
+            name="attention_output",
             **self._sublayer_kwargs(),
         )
-        self.output_dense.build((query_shape[0], query_shape[1]) + value_heads)
+        self._output_dense.build(query_shape[:-1] + value_heads)
         self.built = True
 
     def _projection(self, name, heads, input_shape, activation=None):
-        # (B, T, F) -> (B, T, N, H)
+        # (B, ..., F) -> (B, ..., N, H)
+        rank = len(input_shape)
+        free = _letters(0, rank - 1)
+        feature = _letters(rank - 1, 1)
+        out = _letters(rank, 2)
         dense = keras.layers.EinsumDense(
-            "abc,cde->abde",
-            output_shape=(None,) + heads,
-            bias_axes="de" if self.use_bias else None,
+            f"{free}{feature},{feature}{out}->{free}{out}",
+            output_shape=(None,) * (rank - 2) + heads,
+            bias_axes=out if self.use_bias else None,
             activation=activation,
             name=name,
             **self._sublayer_kwargs(),
@@ -291,6 +348,7 @@ class MultiHeadAttention(keras.layers.Layer):
             bias_initializer=clone(self.bias_initializer),
             kernel_regularizer=self.kernel_regularizer,
             bias_regularizer=self.bias_regularizer,
+            activity_regularizer=self._projection_activity_regularizer,
             kernel_constraint=self.kernel_constraint,
             bias_constraint=self.bias_constraint,
             dtype=self.dtype_policy,
@@ -305,29 +363,38 @@ class MultiHeadAttention(keras.layers.Layer):
         value_mask=None,
         key_mask=None,
         attention_mask=None,
-        cache=None,
-        cache_update_index=None,
         return_attention_scores=False,
         training=None,
         use_causal_mask=False,
+        cache=None,
+        cache_update_index=None,
     ):
         key = value if key is None else key
         self._check_inputs(query, value, key, cache, attention_mask)
-        self._check_masks(query, key, cache, query_mask, value_mask, key_mask)
+        self._check_masks(
+            query,
+            key,
+            cache,
+            query_mask,
+            value_mask,
+            key_mask,
+            use_causal_mask,
+        )
         # Keras already passed the inputs' masks in as *_mask arguments.
         drop_keras_masks(query, value, key)
         query, value, key = floating_inputs(
             self.compute_dtype, query, value, key
         )
 
+        gate = self._gate_dense(query) if self.use_gate else None
         # (B, T, F) -> (B, T, N, H)
-        q = self.query_dense(query)
+        q = self._query_dense(query)
         if cache is not None and cache_update_index is None:
             # Cross-attention with keys and values projected once.
             k, v = cache[:, 0], cache[:, 1]  # (B, S, N, H) each
         else:
-            k = self.key_dense(key)  # (B, S, N, H)
-            v = self.value_dense(value)  # (B, S, N, Hv)
+            k = self._key_dense(key)  # (B, S, N, H)
+            v = self._value_dense(value)  # (B, S, N, Hv)
             if cache is not None:
                 start = [0, cache_update_index, 0, 0]
                 k = ops.slice_update(
@@ -339,44 +406,39 @@ class MultiHeadAttention(keras.layers.Layer):
                 cache = ops.stack([k, v], axis=1)  # (B, 2, S, N, H)
 
         # Causal alone (no cache offset, band or padding) takes the backends'
-        # causal kernels instead of a materialised mask.
+        # causal kernels instead of a materialised mask. As in Keras, not for
+        # subclasses that override `_compute_attention` with the older
+        # signature: they get the materialised mask.
         causal_only = (
             use_causal_mask
             and cache is None
-            and self._window is None
+            and self.sliding_window is None
             and query_mask is None
             and value_mask is None
             and key_mask is None
             and attention_mask is None
+            and type(self)._compute_attention
+            is MultiHeadAttention._compute_attention
         )
-        mask = self._attention_mask(
-            query_length=ops.shape(q)[1],
-            key_length=ops.shape(k)[1],
-            offset=0 if cache_update_index is None else cache_update_index,
-            query_mask=query_mask,
-            key_side_mask=merge_masks(value_mask, key_mask),
-            attention_mask=attention_mask,
-            use_causal_mask=use_causal_mask and not causal_only,
+        mask = None
+        if not causal_only:
+            mask = self._compute_attention_mask(
+                q,
+                k,
+                offset=0 if cache_update_index is None else cache_update_index,
+                query_mask=query_mask,
+                key_side_mask=merge_masks(value_mask, key_mask),
+                attention_mask=attention_mask,
+                use_causal_mask=use_causal_mask,
+            )
+        extra = {"use_causal_mask": True} if causal_only else {}
+        attended, scores = self._compute_attention(
+            q, k, v, mask, training, return_attention_scores, **extra
         )
-        attended = scaled_dot_product_attention(
-            q,
-            k,
-            v,
-            mask=mask,
-            scale=1.0 / self.key_dim**0.5,
-            dropout=self.dropout,
-            training=training,
-            seed=self.seed_generator,
-            return_attention_scores=return_attention_scores,
-            flash_attention=self.flash_attention,
-            is_causal=causal_only,
-        )
-        if return_attention_scores:
-            attended, scores = attended
-        if self.gate_dense is not None:
-            attended = attended * self.gate_dense(query)
+        if gate is not None:
+            attended = attended * gate
         # (B, T, N, Hv) -> (B, T, F)
-        output = self.output_dense(attended)
+        output = self._output_dense(attended)
 
         outputs = (output,)
         if return_attention_scores:
@@ -384,6 +446,154 @@ class MultiHeadAttention(keras.layers.Layer):
         if cache is not None:
             outputs += (cache,)
         return outputs[0] if len(outputs) == 1 else outputs
+
+    def _compute_attention(
+        self,
+        query,
+        key,
+        value,
+        attention_mask=None,
+        training=None,
+        return_attention_scores=False,
+        use_causal_mask=False,
+    ):
+        """Attention of projected heads: the override point Keras documents.
+
+        Args:
+            query: tensor `(B, T, N, H)` (`(B, ..., N, H)` for inputs of
+                rank > 3).
+            key: tensor `(B, S, N, H)`.
+            value: tensor `(B, S, N, Hv)`.
+            attention_mask: optional boolean tensor broadcastable to the
+                scores, as for `call`.
+            training: bool. Whether dropout is in effect.
+            return_attention_scores: bool. Whether to compute the scores.
+            use_causal_mask: bool. Also apply the causal mask.
+
+        Returns:
+            `(output, scores)`: `(B, T, N, Hv)` and `(B, N, T, S)`; scores
+            are `None` when not requested.
+        """
+        if self.flash_attention and return_attention_scores:
+            raise ValueError(
+                "Returning attention scores is not supported when flash "
+                "attention is enabled. Please disable flash attention to "
+                "access attention scores. Received: flash_attention=True, "
+                "return_attention_scores=True"
+            )
+        if len(query.shape) == 4:
+            return self._attend(
+                query,
+                key,
+                value,
+                attention_mask,
+                training,
+                return_attention_scores,
+                use_causal_mask,
+            )
+        return self._attend_folded(
+            query,
+            key,
+            value,
+            attention_mask,
+            training,
+            return_attention_scores,
+            use_causal_mask,
+        )
+
+    def _attend(
+        self,
+        query,
+        key,
+        value,
+        mask,
+        training,
+        return_attention_scores,
+        use_causal_mask,
+    ):
+        # (B, T, N, H) heads; mask broadcastable to (B, [N,] T, S).
+        result = scaled_dot_product_attention(
+            query,
+            key,
+            value,
+            mask=mask,
+            scale=1.0 / math.sqrt(self.key_dim),
+            dropout=self.dropout,
+            training=training,
+            seed=self.seed_generator,
+            return_attention_scores=return_attention_scores,
+            flash_attention=self.flash_attention,
+            is_causal=use_causal_mask,
+        )
+        if return_attention_scores:
+            return result
+        return result, None
+
+    def _attend_folded(
+        self,
+        query,
+        key,
+        value,
+        mask,
+        training,
+        return_attention_scores,
+        use_causal_mask,
+    ):
+        # Heads of rank > 4, (B, ..., N, H): the batch axes are folded into
+        # one batch axis and the attention axes into one sequence axis, the
+        # attention runs as for rank 3, and the result is unfolded.
+        rank = len(query.shape) - 1  # rank of the layer's inputs
+        axes = _resolve_axes(self._axes, rank)
+        batch_axes = [i for i in range(rank - 1) if i not in axes]
+        order = batch_axes + list(axes) + [rank - 1, rank]
+        nb, na = len(batch_axes), len(axes)
+
+        def fold(x):
+            x = ops.transpose(x, order)  # (b..., t..., N, H)
+            shape = ops.shape(x)
+            flat = (
+                math.prod(shape[:nb]),
+                math.prod(shape[nb : nb + na]),
+            ) + tuple(shape[-2:])
+            return ops.reshape(x, flat), shape
+
+        q, q_shape = fold(query)
+        k, k_shape = fold(key)
+        v, v_shape = fold(value)
+        batch, queries = math.prod(q_shape[:nb]), q_shape[nb : nb + na]
+        keys = k_shape[nb : nb + na]
+        if mask is not None:
+            mask = _expand_to_scores(ops.cast(mask, "bool"), nb, na)
+            heads = mask.shape[nb]
+            target = tuple(q_shape[:nb]) + (heads,) + tuple(queries)
+            mask = ops.broadcast_to(mask, target + tuple(keys))
+            mask = ops.reshape(
+                mask, (batch, heads, math.prod(queries), math.prod(keys))
+            )
+        output, scores = self._attend(
+            q,
+            k,
+            v,
+            mask,
+            training,
+            return_attention_scores,
+            use_causal_mask,
+        )
+        # (B', T', N, Hv) -> (b..., t..., N, Hv) -> the input's axis order.
+        output = ops.reshape(
+            output, tuple(q_shape[:-1]) + (ops.shape(value)[-1],)
+        )
+        output = ops.transpose(output, _inverse(order))
+        if scores is not None:
+            # (B', N, T', S') -> (b..., N, t..., s...), Keras's layout.
+            scores = ops.reshape(
+                scores,
+                tuple(q_shape[:nb])
+                + (self.num_heads,)
+                + tuple(queries)
+                + tuple(keys),
+            )
+        return output, scores
 
     def compute_cache(self, value, key=None):
         """Projects `key` and `value` once into a cache `(B, 2, S, N, H)`.
@@ -393,31 +603,49 @@ class MultiHeadAttention(keras.layers.Layer):
         `cache_update_index=None`.
         """
         key = value if key is None else key
-        k = self.key_dense(key)  # (B, S, N, H)
-        v = self.value_dense(value)  # (B, S, N, Hv)
+        k = self._key_dense(key)  # (B, S, N, H)
+        v = self._value_dense(value)  # (B, S, N, Hv)
         return ops.stack([k, v], axis=1)
 
-    def _attention_mask(
+    def _compute_attention_mask(
         self,
-        query_length,
-        key_length,
+        query,
+        key,
         offset,
         query_mask,
         key_side_mask,
         attention_mask,
         use_causal_mask,
     ):
-        # Every piece broadcasts to (B, T, S).
+        # `query` and `key` are the projected heads (B, ..., N, H). Every
+        # piece is brought to one rank of Keras's scores layout,
+        # (b..., [N,] t..., s...), by inserting axes at the heads axis.
+        rank = len(query.shape) - 1
+        na = len(_resolve_axes(self._axes, rank))
         structural = None
-        if use_causal_mask:
-            structural = causal_mask(query_length, key_length, offset)
-        if self._window is not None:
-            band = local_mask(query_length, key_length, self._window, offset)
-            structural = merge_masks(structural, band)
-        return merge_masks(
+        if use_causal_mask or self.sliding_window is not None:
+            # A single attention axis (checked in call).
+            axis = _resolve_axes(self._axes, rank)[0]
+            query_length = ops.shape(query)[axis]
+            key_length = ops.shape(key)[axis]
+            if use_causal_mask:
+                structural = causal_mask(query_length, key_length, offset)
+            if self.sliding_window is not None:
+                band = local_mask(
+                    query_length, key_length, self.sliding_window - 1, offset
+                )
+                structural = merge_masks(structural, band)
+        pieces = [
             attention_mask,
             pairwise_mask(query_mask, key_side_mask),
-            None if structural is None else ops.expand_dims(structural, 0),
+            structural,
+        ]
+        pieces = [ops.cast(p, "bool") for p in pieces if p is not None]
+        if not pieces:
+            return None
+        target = max(len(p.shape) for p in pieces)
+        return merge_masks(
+            *[_insert_head_axes(p, target - len(p.shape), na) for p in pieces]
         )
 
     def _check_inputs(self, query, value, key, cache, attention_mask):
@@ -426,8 +654,14 @@ class MultiHeadAttention(keras.layers.Layer):
             "value": static_shape(value),
             "key": static_shape(key),
         }
+        rank = self._rank
         for name, shape in shapes.items():
-            check_rank(name, shape, 3)
+            if len(shape) != rank:
+                raise ValueError(
+                    f"Argument `{name}` must have rank {rank}, the rank the "
+                    f"layer was built with. Received: {name} with shape "
+                    f"{shape}"
+                )
             built = self._input_dims[name]
             if built is not None and shape[-1] not in (None, built):
                 raise ValueError(
@@ -435,16 +669,14 @@ class MultiHeadAttention(keras.layers.Layer):
                     "size the layer was built with. Received: "
                     f"{name} with shape {shape}"
                 )
-        if attention_mask is not None:
-            length = shapes["key"][1] if cache is None else None
-            check_dims(
-                "attention_mask",
-                static_shape(attention_mask),
-                (shapes["query"][0], shapes["query"][1], length),
-                "(batch, query_length, key_length)",
-            )
+        _check_input_shapes(shapes["query"], shapes["value"], shapes["key"])
         if cache is not None:
-            if self._value_width != self.key_dim:
+            if rank != 3:
+                raise ValueError(
+                    "A decoding cache needs inputs of rank 3, (batch, length, "
+                    f"features). Received: query with shape {shapes['query']}"
+                )
+            if self.value_dim != self.key_dim:
                 raise ValueError(
                     "A cache holds keys and values in one tensor, so it needs "
                     f"value_dim == key_dim. Received: value_dim="
@@ -456,9 +688,59 @@ class MultiHeadAttention(keras.layers.Layer):
                 (None, 2, None, self.num_heads, self.key_dim),
                 f"(batch, 2, length, {self.num_heads}, {self.key_dim})",
             )
+        if attention_mask is not None:
+            key_shape = shapes["key"]
+            if cache is not None:
+                cache_shape = static_shape(cache)
+                key_shape = (cache_shape[0], cache_shape[2], None)
+            _check_attention_mask(
+                static_shape(attention_mask),
+                _scores_shape(
+                    shapes["query"],
+                    key_shape,
+                    self.num_heads,
+                    self._attention_axes,
+                ),
+                len(self._attention_axes),
+            )
 
-    def _check_masks(self, query, key, cache, query_mask, value_mask, key_mask):
+    def _check_masks(
+        self,
+        query,
+        key,
+        cache,
+        query_mask,
+        value_mask,
+        key_mask,
+        use_causal_mask,
+    ):
         query_shape = static_shape(query)
+        if len(query_shape) > 3:
+            given = [
+                name
+                for name, mask in (
+                    ("query_mask", query_mask),
+                    ("value_mask", value_mask),
+                    ("key_mask", key_mask),
+                )
+                if mask is not None
+            ]
+            if len(self._attention_axes) > 1:
+                if use_causal_mask:
+                    given.append("use_causal_mask")
+                if self.sliding_window is not None:
+                    given.append("sliding_window")
+            elif not given:
+                return
+            if given:
+                raise ValueError(
+                    f"{', '.join(f'`{g}`' for g in given)} need rank-3 inputs "
+                    "(per-sequence masks) or a single attention axis (causal "
+                    "and band masks); pass `attention_mask` instead. "
+                    f"Received: query with shape {query_shape}, "
+                    f"attention_axes={self._attention_axes}"
+                )
+            return
         check_mask("query_mask", query_mask, *query_shape[:2], "query")
         if cache is None:
             key_shape, source = static_shape(key)[:2], "key"
@@ -467,6 +749,14 @@ class MultiHeadAttention(keras.layers.Layer):
             key_shape, source = (cache_shape[0], cache_shape[2]), "cache"
         check_mask("value_mask", value_mask, *key_shape, source)
         check_mask("key_mask", key_mask, *key_shape, source)
+
+    def compute_output_shape(self, query_shape, value_shape, key_shape=None):
+        query_shape = tuple(query_shape)
+        value_shape = tuple(value_shape)
+        key_shape = value_shape if key_shape is None else tuple(key_shape)
+        _check_input_shapes(query_shape, value_shape, key_shape)
+        output_dims = self._output_dims or query_shape[-1:]
+        return query_shape[:-1] + tuple(output_dims)
 
     def compute_output_spec(
         self,
@@ -477,23 +767,25 @@ class MultiHeadAttention(keras.layers.Layer):
         value_mask=None,
         key_mask=None,
         attention_mask=None,
-        cache=None,
-        cache_update_index=None,
         return_attention_scores=False,
         training=None,
         use_causal_mask=False,
+        cache=None,
+        cache_update_index=None,
     ):
         key = value if key is None else key
-        batch, query_length = query.shape[0], query.shape[1]
-        key_length = key.shape[1] if cache is None else cache.shape[2]
-        width = self.output_shape or query.shape[-1]
         dtype = self.compute_dtype
-        outputs = (
-            keras.KerasTensor((batch, query_length, width), dtype=dtype),
-        )
+        shape = self.compute_output_shape(query.shape, value.shape, key.shape)
+        outputs = (keras.KerasTensor(shape, dtype=dtype),)
         if return_attention_scores:
-            shape = (batch, self.num_heads, query_length, key_length)
-            outputs += (keras.KerasTensor(shape, dtype=dtype),)
+            key_shape = tuple(key.shape)
+            if cache is not None:
+                key_shape = (cache.shape[0], cache.shape[2], None)
+            axes = _resolve_axes(self._axes, len(query.shape))
+            scores = _scores_shape(
+                tuple(query.shape), key_shape, self.num_heads, axes
+            )
+            outputs += (keras.KerasTensor(scores, dtype=dtype),)
         if cache is not None:
             outputs += (keras.KerasTensor(cache.shape, dtype=cache.dtype),)
         return outputs[0] if len(outputs) == 1 else outputs
@@ -509,7 +801,6 @@ class MultiHeadAttention(keras.layers.Layer):
                 "use_bias": self.use_bias,
                 "output_shape": self.output_shape,
                 "attention_axes": self.attention_axes,
-                "window_size": self.window_size,
                 "sliding_window": self.sliding_window,
                 "flash_attention": self.flash_attention,
                 "kernel_initializer": keras.initializers.serialize(
@@ -524,6 +815,9 @@ class MultiHeadAttention(keras.layers.Layer):
                 "bias_regularizer": keras.regularizers.serialize(
                     self.bias_regularizer
                 ),
+                "activity_regularizer": keras.regularizers.serialize(
+                    self._projection_activity_regularizer
+                ),
                 "kernel_constraint": keras.constraints.serialize(
                     self.kernel_constraint
                 ),
@@ -535,3 +829,124 @@ class MultiHeadAttention(keras.layers.Layer):
             }
         )
         return config
+
+
+def _letters(start, count):
+    return string.ascii_lowercase[start : start + count]
+
+
+def _output_dims(output_shape):
+    """`output_shape` as a tuple of positive ints, or `None`."""
+    if output_shape is None:
+        return None
+    dims = (output_shape,) if isinstance(output_shape, int) else output_shape
+    if not isinstance(dims, (list, tuple)) or not all(
+        isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims
+    ):
+        raise ValueError(
+            "Invalid `output_shape`: it must be a positive int or a tuple or "
+            f"list of them. Received: output_shape={output_shape!r}"
+        )
+    return tuple(dims)
+
+
+def _axes_tuple(attention_axes):
+    if attention_axes is None:
+        return None
+    axes = (
+        (attention_axes,) if isinstance(attention_axes, int) else attention_axes
+    )
+    if not isinstance(axes, (list, tuple)) or not all(
+        isinstance(a, int) and not isinstance(a, bool) for a in axes
+    ):
+        raise ValueError(
+            "Argument `attention_axes` must be None, an int or a tuple of "
+            f"ints. Received: attention_axes={attention_axes!r}"
+        )
+    return tuple(axes)
+
+
+def _resolve_axes(axes, rank):
+    """The attention axes of inputs of `rank`, as sorted non-negative ints.
+
+    Negative axes count as Keras counts them, from the end of the projected
+    heads `(B, ..., N, H)`: `-2` is the last axis before the features.
+    """
+    if axes is None:
+        return tuple(range(1, rank - 1))
+    resolved = tuple(sorted(a if a >= 0 else rank + a for a in axes))
+    if any(a < 1 or a > rank - 2 for a in resolved) or len(
+        set(resolved)
+    ) != len(resolved):
+        raise ValueError(
+            "Argument `attention_axes` must name distinct axes of the inputs "
+            f"other than the batch axis 0 and the feature axis {rank - 1}. "
+            f"Received: attention_axes={axes} for inputs of rank {rank}"
+        )
+    return resolved
+
+
+def _check_input_shapes(query_shape, value_shape, key_shape):
+    if tuple(value_shape[1:-1]) != tuple(key_shape[1:-1]):
+        raise ValueError(
+            "All dimensions of `value` and `key` but the last must be equal. "
+            f"Received: value with shape {tuple(value_shape)}, key with "
+            f"shape {tuple(key_shape)}"
+        )
+    if len(query_shape) < 3 or len(query_shape) != len(value_shape):
+        raise ValueError(
+            "`query` and `value` must have the same rank, at least 3: "
+            "(batch, ..., features). Received: query with shape "
+            f"{tuple(query_shape)}, value with shape {tuple(value_shape)}"
+        )
+
+
+def _scores_shape(query_shape, key_shape, num_heads, axes):
+    """Keras's scores layout: (batch axes..., N, query axes..., key axes...)."""
+    rank = len(query_shape)
+    batch_axes = [i for i in range(rank - 1) if i not in axes]
+    return (
+        tuple(query_shape[i] for i in batch_axes)
+        + (num_heads,)
+        + tuple(query_shape[i] for i in axes)
+        + tuple(key_shape[i] for i in axes)
+    )
+
+
+def _insert_head_axes(mask, count, num_attention_axes):
+    # Axes of size 1 before the query axes, where Keras inserts them.
+    for _ in range(count):
+        mask = ops.expand_dims(mask, -2 * num_attention_axes - 1)
+    return mask
+
+
+def _expand_to_scores(mask, num_batch_axes, num_attention_axes):
+    rank = num_batch_axes + 1 + 2 * num_attention_axes
+    return _insert_head_axes(mask, rank - len(mask.shape), num_attention_axes)
+
+
+def _check_attention_mask(mask_shape, scores_shape, num_attention_axes):
+    if mask_shape is None:
+        return
+    expanded = list(mask_shape)
+    position = len(expanded) - 2 * num_attention_axes
+    if position >= 0:
+        while len(expanded) < len(scores_shape):
+            expanded.insert(position, 1)
+    fits = len(expanded) == len(scores_shape) and all(
+        m in (1, None) or s in (None, m) for m, s in zip(expanded, scores_shape)
+    )
+    if not fits:
+        raise ValueError(
+            "Argument `attention_mask` must broadcast to the attention "
+            f"scores' shape {scores_shape} (batch, heads, queries, keys), "
+            "with the heads and leading axes optional. Received: "
+            f"attention_mask with shape {tuple(mask_shape)}"
+        )
+
+
+def _inverse(order):
+    inverse = [0] * len(order)
+    for position, axis in enumerate(order):
+        inverse[axis] = position
+    return inverse

@@ -61,8 +61,9 @@ def scaled_dot_product_attention(
         query: tensor of shape `(B, T, N, H)`.
         key: tensor of shape `(B, S, N, H)`.
         value: tensor of shape `(B, S, N, Hv)`.
-        mask: optional boolean tensor broadcastable to `(B, T, S)`; it is
-            shared by all heads.
+        mask: optional boolean tensor broadcastable to `(B, T, S)` (shared
+            by all heads), or of rank 4, broadcastable to `(B, N, T, S)`
+            (one mask per head).
         scale: float. Multiplies the logits. Defaults to `1 / sqrt(H)`.
         dropout: float in `[0, 1)`. Dropout rate on the attention weights,
             applied only when `training` is true.
@@ -85,6 +86,8 @@ def scaled_dot_product_attention(
     use_dropout = bool(training) and dropout > 0.0
     if mask is not None:
         mask = ops.cast(mask, "bool")
+        while len(mask.shape) < 4:
+            mask = ops.expand_dims(mask, -3)  # (B, 1, T, S), shared by heads
         if is_causal:
             causal = causal_mask(ops.shape(query)[1], ops.shape(key)[1])
             mask = ops.logical_and(mask, causal)
@@ -92,13 +95,16 @@ def scaled_dot_product_attention(
 
     # jax's fused kernel needs value heads as wide as key heads.
     same_width = value.shape[-1] == query.shape[-1]
-    # float16 takes the explicit path, whose logits are float32: the fused
-    # paths overflow past 65504 (tensorflow keeps float16 logits; torch's
-    # CPU kernel loses real-token values once inputs reach ~1e4) or refuse
-    # float16 (jax's compiled path on CPU: "precision F16_F16_F32 is not
-    # supported"). bfloat16 has float32's range and stays fused.
-    float16 = _dtype_name(query.dtype) == "float16"
-    fused = not (return_attention_scores or use_dropout or float16)
+    # float16 takes the explicit path, whose logits are float32, unless the
+    # backend's fused kernel on this device accumulates in float32 itself
+    # (see `fused_float16_is_safe`). bfloat16 has float32's range and stays
+    # fused everywhere.
+    unsafe_float16 = _dtype_name(
+        query.dtype
+    ) == "float16" and not fused_float16_is_safe(
+        keras.backend.backend(), device_platform(query)
+    )
+    fused = not (return_attention_scores or use_dropout or unsafe_float16)
     if same_width and fused:
         return _fused_attention(
             query, key, value, mask, scale, flash_attention, is_causal
@@ -108,9 +114,7 @@ def scaled_dot_product_attention(
     query = ops.multiply(query, ops.cast(scale, query.dtype))
     logits = attention_logits("btnh,bsnh->bnts", query, key)
     if is_causal:
-        mask = causal_mask(ops.shape(query)[1], ops.shape(key)[1])[None]
-    if mask is not None:
-        mask = ops.expand_dims(mask, -3)  # (B, 1, T, S), shared by heads
+        mask = causal_mask(ops.shape(query)[1], ops.shape(key)[1])[None, None]
     weights = ops.cast(masked_softmax(logits, mask, axis=-1), value.dtype)
     dropped = weights
     if use_dropout:
@@ -135,16 +139,63 @@ def _fused_attention(
         )
     # The fused kernels turn a fully masked row into a uniform average (or
     # NaN on some backends). Open such rows to every key, then zero them.
-    has_key = ops.any(mask, axis=-1, keepdims=True)  # (B, T, 1)
+    has_key = ops.any(mask, axis=-1, keepdims=True)  # (B, N|1, T, 1)
     mask = ops.logical_or(mask, ops.logical_not(has_key))
     output = ops.dot_product_attention(
         query,
         key,
         value,
-        mask=ops.expand_dims(mask, -3),  # (B, 1, T, S)
+        mask=mask,  # (B, N|1, T, S)
         scale=scale,
         flash_attention=flash_attention,
     )
-    # (B, T, 1) -> (B, T, 1, 1) to broadcast over heads and width.
-    has_key = ops.expand_dims(has_key, -1)
+    # (B, N|1, T, 1) -> (B, T, N|1, 1) to broadcast over heads and width.
+    has_key = ops.transpose(has_key, (0, 2, 1, 3))
     return ops.where(has_key, output, ops.zeros_like(output))
+
+
+# (backend, device platform) pairs whose fused attention kernel computes
+# float16 logits and softmax in float32: jax's cuDNN / XLA GPU kernels
+# (preferred_element_type float32) and torch's CUDA flash and
+# memory-efficient kernels. Everywhere else the fused path loses float16:
+# tensorflow's keeps float16 logits on every device, torch's CPU kernel
+# loses real-token values once inputs reach ~1e4, and jax's compiled CPU
+# path refuses float16 ("precision F16_F16_F32 is not supported").
+_SAFE_FLOAT16_KERNELS = {("jax", "gpu"), ("torch", "cuda")}
+
+
+def fused_float16_is_safe(backend, platform):
+    """Whether the fused attention kernel is safe for float16 inputs.
+
+    Args:
+        backend: str. The Keras backend, `"tensorflow"`, `"jax"` or
+            `"torch"`.
+        platform: str. The device platform of the inputs, as
+            `device_platform` returns it (`"cpu"`, `"gpu"` for jax,
+            `"cuda"` for torch, ...).
+
+    Returns:
+        bool. `True` where the backend's fused kernel on that device
+        accumulates the logits and softmax in float32; float16 attention
+        then takes the fused path, and the explicit path (float32 logits)
+        otherwise.
+    """
+    return (backend, platform) in _SAFE_FLOAT16_KERNELS
+
+
+def device_platform(x):
+    """The device platform of tensor `x` (`"cpu"`, `"gpu"`, `"cuda"`, ...).
+
+    torch reads the tensor's device; jax the default backend (inside `jit`
+    the array has no device yet); tensorflow always answers `"cpu"` or
+    `"gpu"` from the tensor's device string and is never fused in float16.
+    """
+    backend = keras.backend.backend()
+    if backend == "torch":
+        return str(getattr(getattr(x, "device", None), "type", "cpu"))
+    if backend == "jax":
+        import jax
+
+        return jax.default_backend()
+    device = str(getattr(x, "device", "") or "").lower()
+    return "gpu" if "gpu" in device else "cpu"

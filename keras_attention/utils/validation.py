@@ -13,7 +13,8 @@ def check_positive_int(name, value, allow_none=False):
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         expected = "a positive integer" + (" or None" if allow_none else "")
         raise ValueError(
-            f"Argument `{name}` must be {expected}. Received: {name}={value!r}"
+            f"The argument `{name}` must be {expected}. "
+            f"Received: {name}={value!r}"
         )
 
 

@@ -10,7 +10,7 @@ RNG = np.random.default_rng(7)
 # The key bias adds q . b_k to every logit of a query row, which cancels in
 # the softmax: it never gets a gradient. It exists for weight compatibility
 # with keras.layers.MultiHeadAttention.
-KEY_BIAS = ("key_dense/bias",)
+KEY_BIAS = ("key/bias",)
 
 
 def random(*shape):
@@ -70,7 +70,7 @@ class MultiHeadAttentionTest(LayerTestCase):
                 "num_heads": 2,
                 "key_dim": 4,
                 "output_shape": 5,
-                "window_size": 2,
+                "sliding_window": 3,
                 "use_gate": True,
             },
             input_data={
@@ -246,8 +246,8 @@ def test_causal_mask_kept_with_scores_and_dropout():
     np.testing.assert_allclose(after[:, :3], output[:, :3], atol=1e-5)
 
 
-def test_window_size_limits_attention_to_neighbours():
-    layer = layers.MultiHeadAttention(num_heads=1, key_dim=4, window_size=1)
+def test_sliding_window_limits_attention_to_neighbours():
+    layer = layers.MultiHeadAttention(num_heads=1, key_dim=4, sliding_window=2)
     x = random(1, 6, 8)
     _, scores = layer(x, x, return_attention_scores=True)
     distance = np.abs(np.arange(6)[:, None] - np.arange(6)[None, :])
@@ -256,15 +256,20 @@ def test_window_size_limits_attention_to_neighbours():
     assert np.all(scores[distance <= 1] > 0.0)
 
 
-def test_sliding_window_is_keras_convention():
+def test_deprecated_window_size_is_the_same_band():
     a = layers.MultiHeadAttention(1, 4, sliding_window=3)
-    b = layers.MultiHeadAttention(1, 4, window_size=2)
+    with pytest.warns(DeprecationWarning, match="sliding_window=3"):
+        b = layers.MultiHeadAttention(1, 4, window_size=2)
+    assert b.sliding_window == 3
+    assert "window_size" not in b.get_config()
     x = random(1, 6, 8)
     _, sa = a(x, x, return_attention_scores=True)
     b.build(x.shape, x.shape)
     b.set_weights(a.get_weights())
     _, sb = b(x, x, return_attention_scores=True)
     np.testing.assert_allclose(to_numpy(sa), to_numpy(sb), atol=1e-6)
+    with pytest.raises(ValueError, match="window_size=2, sliding_window=3"):
+        layers.MultiHeadAttention(1, 4, window_size=2, sliding_window=3)
 
 
 def test_fully_masked_query_rows_are_finite_and_zero_attention():
@@ -296,8 +301,25 @@ def test_fully_masked_query_rows_are_finite_and_zero_attention():
             "Received: dropout=1.5",
         ),
         (
-            {"num_heads": 2, "key_dim": 4, "attention_axes": (1, 2)},
-            "Received: attention_axes=(1, 2)",
+            {"num_heads": 2, "key_dim": 4, "attention_axes": "time"},
+            "Received: attention_axes='time'",
+        ),
+        (
+            {"num_heads": 2, "key_dim": 4, "output_shape": 8.0},
+            "Received: output_shape=8.0",
+        ),
+        (
+            {"num_heads": 2, "key_dim": 4, "sliding_window": 0},
+            "Received: sliding_window=0",
+        ),
+        (
+            {
+                "num_heads": 2,
+                "key_dim": 4,
+                "flash_attention": True,
+                "dropout": 0.1,
+            },
+            "Received: flash_attention=True, dropout=0.1",
         ),
     ],
 )
@@ -322,3 +344,260 @@ def test_bad_call_inputs_name_the_argument():
         layer(x, x, cache=random(2, 2, 5, 3, 4), cache_update_index=0)
     with pytest.raises(ValueError, match=r"`key`.*\(2, 4, 8\)"):
         layers.MultiHeadAttention(2, 4)(x, x, key=random(2, 4, 8))
+
+
+def test_attention_axes_out_of_range_is_named():
+    layer = layers.MultiHeadAttention(2, 4, attention_axes=3)
+    with pytest.raises(ValueError, match=r"Received: attention_axes=\(3,\)"):
+        layer(random(2, 3, 4, 8), random(2, 3, 4, 8))
+
+
+# Mask shapes Keras broadcasts, for (B, N, T, S) = (2, 2, 5, 5) scores.
+CAUSAL = np.tril(np.ones((5, 5), bool))
+
+
+@pytest.mark.parametrize(
+    "mask",
+    [
+        CAUSAL,
+        CAUSAL[None],
+        np.tile(CAUSAL, (2, 1, 1)),
+        CAUSAL[None, None],
+        np.tile(CAUSAL, (2, 2, 1, 1)),
+    ],
+    ids=["T,S", "1,T,S", "B,T,S", "1,1,T,S", "B,N,T,S"],
+)
+def test_broadcastable_attention_masks(mask):
+    layer = layers.MultiHeadAttention(num_heads=2, key_dim=4)
+    x = random(2, 5, 8)
+    expected = to_numpy(layer(x, x, use_causal_mask=True))
+    actual = layer(x, x, attention_mask=mask)
+    np.testing.assert_allclose(to_numpy(actual), expected, atol=1e-5)
+    # Combined with padding masks as before.
+    padding = lengths_mask([5, 3], 5)
+    expected = to_numpy(layer(x, x, value_mask=padding, use_causal_mask=True))
+    actual = layer(x, x, attention_mask=mask, value_mask=padding)
+    np.testing.assert_allclose(to_numpy(actual), expected, atol=1e-5)
+
+
+def test_per_head_attention_mask_reaches_each_head():
+    layer = layers.MultiHeadAttention(num_heads=2, key_dim=4)
+    x = random(1, 4, 8)
+    mask = np.ones((1, 2, 4, 4), bool)
+    mask[0, 1, :, 2:] = False  # head 1 sees keys 0 and 1 only
+    _, scores = layer(x, x, attention_mask=mask, return_attention_scores=True)
+    scores = to_numpy(scores)
+    assert np.all(scores[0, 1, :, 2:] == 0.0)
+    assert np.all(scores[0, 0] > 0.0)
+    fused = layer(x, x, attention_mask=mask)
+    explicit, _ = layer(x, x, attention_mask=mask, return_attention_scores=True)
+    np.testing.assert_allclose(to_numpy(fused), to_numpy(explicit), atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "shape", [(3, 5, 5), (2, 3, 5, 5), (5, 4), (2, 2, 2, 5, 5), (5,)]
+)
+def test_mask_that_cannot_broadcast_names_both_shapes(shape):
+    layer = layers.MultiHeadAttention(num_heads=2, key_dim=4)
+    x = random(2, 5, 8)
+    pattern = (
+        r"`attention_mask`.*\(2, 2, 5, 5\).*Received: attention_mask with "
+        + re_shape(shape)
+    )
+    with pytest.raises(ValueError, match=pattern):
+        layer(x, x, attention_mask=np.ones(shape, bool))
+
+
+def re_shape(shape):
+    return "shape " + str(tuple(shape)).replace("(", r"\(").replace(")", r"\)")
+
+
+def test_seed_generator_only_with_dropout():
+    x = random(2, 5, 8)
+    plain = layers.MultiHeadAttention(num_heads=2, key_dim=4)
+    plain(x, x)
+    dropped = layers.MultiHeadAttention(num_heads=2, key_dim=4, dropout=0.2)
+    dropped(x, x)
+    assert len(plain.non_trainable_variables) == 0
+    assert plain.seed_generator is None
+    assert len(dropped.non_trainable_variables) == 1  # the seed state
+
+
+def test_sublayer_names_and_paths_are_keras_ones():
+    ours = layers.MultiHeadAttention(2, 4, use_gate=True, name="mha")
+    theirs = keras.layers.MultiHeadAttention(2, 4, use_gate=True, name="mha")
+    x = random(2, 5, 8)
+    ours(x, x)
+    theirs(x, x)
+    assert [v.path for v in ours.weights] == [v.path for v in theirs.weights]
+    assert ours.query_dense.name == "query"
+    assert ours.output_dense.name == "attention_output"
+
+
+def weights_model(mha_cls, **kwargs):
+    query = keras.Input((5, 8), name="query")
+    value = keras.Input((7, 6), name="value")
+    outputs = mha_cls(num_heads=2, key_dim=4, name="mha", **kwargs)(
+        query, value
+    )
+    return keras.Model({"query": query, "value": value}, outputs)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"use_gate": True, "value_dim": 3, "output_shape": 10}],
+    ids=["plain", "gated"],
+)
+def test_weight_files_interchange_with_keras_both_ways(tmp_path, kwargs):
+    inputs = {"query": random(3, 5, 8), "value": random(3, 7, 6)}
+    theirs = weights_model(keras.layers.MultiHeadAttention, **kwargs)
+    ours = weights_model(layers.MultiHeadAttention, **kwargs)
+    # Keras's file into ours.
+    path = str(tmp_path / "theirs.weights.h5")
+    theirs.save_weights(path)
+    ours.load_weights(path)
+    expected = to_numpy(theirs(inputs))
+    np.testing.assert_allclose(to_numpy(ours(inputs)), expected, atol=1e-5)
+    # Our file into a fresh Keras model.
+    path = str(tmp_path / "ours.weights.h5")
+    ours.save_weights(path)
+    fresh = weights_model(keras.layers.MultiHeadAttention, **kwargs)
+    fresh.load_weights(path)
+    np.testing.assert_allclose(to_numpy(fresh(inputs)), expected, atol=1e-5)
+
+
+def test_dtype_policy_map_keyed_by_keras_paths_applies():
+    policy_map = keras.dtype_policies.DTypePolicyMap()
+    policy_map["mha/query"] = keras.dtype_policies.DTypePolicy("bfloat16")
+    policy_map["mha/attention_output"] = keras.dtype_policies.DTypePolicy(
+        "float16"
+    )
+    layer = layers.MultiHeadAttention(2, 4, dtype=policy_map, name="mha")
+    layer.build((2, 5, 8), (2, 5, 8))
+    assert layer.query_dense.kernel.dtype == "bfloat16"
+    assert layer.output_dense.kernel.dtype == "float16"
+    assert layer.key_dense.kernel.dtype == "float32"
+
+
+def test_int8_quantization_runs_in_a_model():
+    inputs = {"query": random(3, 5, 8), "value": random(3, 7, 6)}
+    model = weights_model(layers.MultiHeadAttention)
+    before = to_numpy(model(inputs))
+    model.quantize("int8")
+    mha = model.get_layer("mha")
+    for dense in (mha.query_dense, mha.key_dense, mha.value_dense):
+        assert dense.quantization_mode == "int8"
+    after = to_numpy(model(inputs))
+    assert np.mean((after - before) ** 2) < 1e-2
+
+
+@pytest.mark.parametrize(
+    "shape, axes",
+    [((2, 3, 5, 8), None), ((2, 3, 5, 8), 2), ((2, 4, 3, 2, 8), (2, 3))],
+    ids=["4d-joint", "4d-axis2", "5d-axes23"],
+)
+def test_high_rank_inputs_match_keras(shape, axes):
+    query, value = random(*shape), random(*shape)
+    theirs = keras.layers.MultiHeadAttention(2, 4, attention_axes=axes)
+    ours = layers.MultiHeadAttention(2, 4, attention_axes=axes)
+    theirs.build(query.shape, value.shape)
+    ours.build(query.shape, value.shape)
+    ours.set_weights(theirs.get_weights())
+    expected, expected_scores = theirs(
+        query, value, return_attention_scores=True
+    )
+    actual, scores = ours(query, value, return_attention_scores=True)
+    np.testing.assert_allclose(to_numpy(actual), to_numpy(expected), atol=1e-5)
+    np.testing.assert_allclose(
+        to_numpy(scores), to_numpy(expected_scores), atol=1e-5
+    )
+    fused = ours(query, value)
+    np.testing.assert_allclose(to_numpy(fused), to_numpy(expected), atol=1e-5)
+    assert tuple(ours.compute_output_shape(shape, shape)) == shape
+
+
+def test_high_rank_inputs_with_a_mask_match_keras():
+    query, value = random(2, 3, 5, 8), random(2, 3, 4, 8)
+    mask = RNG.random((2, 3, 5, 4)) > 0.3
+    mask[..., 0] = True  # every row keeps a key (Keras averages empty rows)
+    theirs = keras.layers.MultiHeadAttention(2, 4, attention_axes=2)
+    ours = layers.MultiHeadAttention(2, 4, attention_axes=2)
+    theirs.build(query.shape, value.shape)
+    ours.build(query.shape, value.shape)
+    ours.set_weights(theirs.get_weights())
+    expected = theirs(query, value, attention_mask=mask)
+    actual = ours(query, value, attention_mask=mask)
+    np.testing.assert_allclose(to_numpy(actual), to_numpy(expected), atol=1e-5)
+
+
+def test_high_rank_inputs_refuse_per_sequence_masks():
+    layer = layers.MultiHeadAttention(2, 4)
+    x = random(2, 3, 5, 8)
+    with pytest.raises(ValueError, match="`value_mask`.*attention_mask"):
+        layer(x, x, value_mask=np.ones((2, 3), bool))
+    with pytest.raises(ValueError, match="`use_causal_mask`"):
+        layer(x, x, use_causal_mask=True)
+
+
+def test_compute_attention_override_is_called():
+    calls = []
+
+    class Recorded(layers.MultiHeadAttention):
+        def _compute_attention(
+            self,
+            query,
+            key,
+            value,
+            attention_mask=None,
+            training=None,
+            return_attention_scores=False,
+        ):
+            calls.append(tuple(query.shape))
+            return super()._compute_attention(
+                query,
+                key,
+                value,
+                attention_mask,
+                training,
+                return_attention_scores,
+            )
+
+    layer = Recorded(num_heads=2, key_dim=4)
+    x = random(2, 5, 8)
+    causal = layer(x, x, use_causal_mask=True)
+    assert calls == [(2, 5, 2, 4)]
+    expected = layers.MultiHeadAttention(num_heads=2, key_dim=4)
+    expected.build(x.shape, x.shape)
+    expected.set_weights(layer.get_weights())
+    np.testing.assert_allclose(
+        to_numpy(causal),
+        to_numpy(expected(x, x, use_causal_mask=True)),
+        atol=1e-5,
+    )
+
+
+def test_flash_attention_refuses_scores_on_every_backend():
+    layer = layers.MultiHeadAttention(2, 4, flash_attention=True)
+    x = random(2, 4, 8)
+    with pytest.raises(ValueError, match="return_attention_scores=True"):
+        layer(x, x, return_attention_scores=True)
+
+
+def test_float16_fused_path_decision():
+    from keras_attention.ops.attention import device_platform
+    from keras_attention.ops.attention import fused_float16_is_safe
+
+    assert fused_float16_is_safe("jax", "gpu")
+    assert fused_float16_is_safe("torch", "cuda")
+    for backend in ("tensorflow", "jax", "torch"):
+        assert not fused_float16_is_safe(backend, "cpu")
+    assert not fused_float16_is_safe("tensorflow", "gpu")
+    # On this machine: the explicit path, float32 logits, finite outputs
+    # where float16 logits would overflow (inputs ~1e4 -> logits ~1e8).
+    x = ops.convert_to_tensor(random(1, 4, 2, 8) * 1e2, "float16")
+    platform = device_platform(x)
+    assert not fused_float16_is_safe(keras.backend.backend(), platform)
+    from keras_attention.ops import scaled_dot_product_attention
+
+    out = scaled_dot_product_attention(x, x, x)
+    assert np.all(np.isfinite(to_numpy(out).astype("float32")))

@@ -6,7 +6,7 @@ from keras_attention import layers
 from keras_attention.testing import LayerTestCase
 
 RNG = np.random.default_rng(12)
-KEY_BIAS = ("key_dense/bias",)
+KEY_BIAS = ("key/bias",)
 
 
 def random(*shape):

@@ -8,7 +8,7 @@ from keras_attention.testing import LayerTestCase
 RNG = np.random.default_rng(11)
 # The key bias adds q . b_k to every logit of a query row, which cancels in
 # the softmax: it never gets a gradient.
-KEY_BIAS = ("key_dense/bias",)
+KEY_BIAS = ("key/bias",)
 
 
 def random(*shape):
