@@ -445,7 +445,9 @@ def weights_model(mha_cls, **kwargs):
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{}, {"use_gate": True, "value_dim": 3, "output_shape": 10}],
+    # value_dim != key_dim is left out: Keras's own layer fails on jax then
+    # (its fused call needs equal widths); set_weights tests cover it above.
+    [{}, {"use_gate": True, "output_shape": 10}],
     ids=["plain", "gated"],
 )
 def test_weight_files_interchange_with_keras_both_ways(tmp_path, kwargs):
