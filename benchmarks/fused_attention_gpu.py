@@ -4,8 +4,10 @@ The Transformer's attention goes through
 `keras_attention.ops.scaled_dot_product_attention`, which hands the work to
 `keras.ops.dot_product_attention` (the backend's fused kernel) when no
 attention weights are returned, no attention dropout is in effect (as in
-the presets) and the compute dtype is not float16 (float16 always takes
-the explicit path with float32 logits; bfloat16 stays fused). This
+the presets) and, for float16, the fused kernel on this backend and
+device accumulates in float32 (`ops.attention.fused_float16_is_safe`: jax
+on GPU and torch on CUDA; elsewhere float16 takes the explicit path with
+float32 logits; bfloat16 stays fused everywhere). This
 script trains the Transformer `--preset` (default `base`) under
 `--mixed-precision` (default `bfloat16`) in two variants:
 
@@ -28,6 +30,12 @@ Evidence that the fused kernel runs:
 - torch: `torch.profiler` around one training step; the script counts the
   kernel launches whose name contains `flash`, `efficient` or `fmha`, and
   lists their names.
+
+float16 accuracy: before training, the script runs
+`scaled_dot_product_attention` and the raw `keras.ops.dot_product_attention`
+on float16 inputs of magnitude 1, 1e2 and 1e4 and reports each one's largest
+error relative to a float64 NumPy reference, with the path the layer took
+(`float16_accuracy` in the JSON): the evidence for the decision table.
 
 Throughput: `model.train_on_batch` on fixed-shape batches (random ids,
 random lengths, padded), after a warm-up that compiles; groups of
@@ -219,6 +227,9 @@ def run(args):
             "(flash_attention=True is refused); run with KERAS_BACKEND=jax "
             "or torch."
         )
+    float16 = float16_accuracy()
+    for row in float16:
+        print("float16 accuracy", row)
     distribute.set_mixed_precision(args.mixed_precision)
     x, y, tokens = make_batch(args)
     variants, steps = {}, {}
@@ -274,6 +285,7 @@ def run(args):
         "repeats": args.repeats,
         "smoke": args.smoke,
         "variants": variants,
+        "float16_accuracy": float16,
         "environment": common.environment(backend),
         "devices": device_names(backend),
         "time": time.strftime("%Y-%m-%d %H:%M:%S"),
@@ -283,6 +295,52 @@ def run(args):
     if fused and unfused:
         result["fused_over_unfused"] = round(fused / unfused, 3)
     return result
+
+
+def float16_accuracy(seed=0):
+    """Largest relative error of float16 attention against float64 NumPy."""
+    import keras
+    import numpy as np
+
+    from keras_attention.ops import scaled_dot_product_attention
+    from keras_attention.ops.attention import device_platform
+    from keras_attention.ops.attention import fused_float16_is_safe
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for scale in (1.0, 1e2, 1e4):
+        q, k, v = (
+            (rng.normal(size=(2, 64, 4, 64)) * scale).astype("float16")
+            for _ in range(3)
+        )
+        logits = np.einsum(
+            "btnh,bsnh->bnts", np.float64(q), np.float64(k)
+        ) / np.sqrt(64)
+        weights = np.exp(logits - logits.max(-1, keepdims=True))
+        weights /= weights.sum(-1, keepdims=True)
+        reference = np.einsum("bnts,bsnh->btnh", weights, np.float64(v))
+        size = np.abs(reference).max()
+        tensors = [keras.ops.convert_to_tensor(a) for a in (q, k, v)]
+        row = {
+            "input_scale": scale,
+            "fused_path_taken": fused_float16_is_safe(
+                keras.backend.backend(), device_platform(tensors[0])
+            ),
+        }
+        for name, attend in (
+            ("layer_op", scaled_dot_product_attention),
+            ("raw_fused_kernel", keras.ops.dot_product_attention),
+        ):
+            try:
+                out = np.float64(keras.ops.convert_to_numpy(attend(*tensors)))
+                row[f"{name}_relative_error"] = float(
+                    np.nanmax(np.abs(out - reference)) / size
+                )
+                row[f"{name}_finite"] = bool(np.all(np.isfinite(out)))
+            except Exception as error:
+                row[f"{name}_error"] = f"{type(error).__name__}: {error}"[:200]
+        rows.append(row)
+    return rows
 
 
 def device_names(backend):

@@ -23,7 +23,7 @@ IDS = np.array([[4, 2, 7, 0], [3, 0, 0, 0]], "int32")
 
 MODELS = {
     "multi_head_attention": (
-        lambda: layers.MultiHeadAttention(2, 4, window_size=2),
+        lambda: layers.MultiHeadAttention(2, 4, sliding_window=3),
         {"query": X, "value": X, "query_mask": MASK, "value_mask": MASK},
         {"use_causal_mask": True},
     ),
