@@ -29,8 +29,19 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
     positions still get an embedding (masking happens downstream). The
     reverse call returns no mask.
 
+    Relation to keras-hub: `keras_hub.layers.TokenAndPositionEmbedding`
+    takes `(vocabulary_size, sequence_length, embedding_dim)` in that order;
+    here everything after `vocabulary_size` is keyword-only, so a call
+    written for keras-hub with positional arguments raises a `TypeError`
+    instead of building other shapes. keras-hub's layer always learns its
+    positions and does not scale the token embeddings; this one defaults to
+    the paper's sinusoidal positions and `sqrt(F)` scaling (pass
+    `position="learned"` and `scale_embeddings=False` for keras-hub's
+    arithmetic).
+
     Args:
-        vocabulary_size: int. Number of token ids, `V`.
+        vocabulary_size: int. Number of token ids, `V`. The only positional
+            argument; the others are keyword-only.
         embedding_dim: int. Embedding width, `F`.
         sequence_length: int. Largest number of positions. Required for
             `position="learned"`; ignored by sinusoidal positions, which work
@@ -70,7 +81,9 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
     In a model with tied output weights:
 
     ```python
-    embedding = TokenAndPositionEmbedding(8000, 256, mask_zero=True)
+    embedding = TokenAndPositionEmbedding(
+        8000, embedding_dim=256, mask_zero=True
+    )
     tokens = keras.Input((None,), dtype="int32")
     hidden = embedding(tokens)
     # ... decoder blocks ...
@@ -86,6 +99,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
     def __init__(
         self,
         vocabulary_size,
+        *,
         embedding_dim,
         sequence_length=None,
         position="sinusoidal",
@@ -132,13 +146,13 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         embedded_shape = tuple(inputs_shape) + (self.embedding_dim,)
         if self.position == "learned":
             self.position_embedding = PositionEmbedding(
-                self.sequence_length,
+                sequence_length=self.sequence_length,
                 dtype=self.dtype_policy,
                 name="position_embedding",
             )
         else:
             self.position_embedding = SinusoidalPositionEncoding(
-                self.max_wavelength,
+                max_wavelength=self.max_wavelength,
                 dtype=self.dtype_policy,
                 name="position_embedding",
             )
