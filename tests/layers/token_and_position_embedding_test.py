@@ -10,6 +10,8 @@ from keras_attention import layers
 from keras_attention.testing import LayerTestCase
 
 IDS = np.array([[5, 3, 9, 2, 0, 0], [7, 1, 0, 0, 0, 0]], "int32")
+# Per-example position ids: a packed first row, a shifted second row.
+POSITIONS = np.array([[0, 1, 2, 0, 1, 2], [4, 5, 6, 7, 8, 9]], "int32")
 
 
 def numpy_token_and_position_embedding(ids, table, positions):
@@ -39,6 +41,19 @@ class TokenAndPositionEmbeddingTest(LayerTestCase):
                 "position": "learned",
             },
             input_data=IDS,
+            expected_output_shape=(2, 6, 8),
+        )
+
+    def test_layer_contract_with_positions(self):
+        self.run_layer_test(
+            layers.TokenAndPositionEmbedding,
+            init_kwargs={
+                "vocabulary_size": 12,
+                "embedding_dim": 8,
+                "sequence_length": 16,
+                "position": "learned",
+            },
+            input_data={"inputs": IDS, "positions": POSITIONS},
             expected_output_shape=(2, 6, 8),
         )
 
@@ -166,3 +181,59 @@ def test_positional_arguments_mean_what_they_mean_in_keras_hub(ours, theirs):
     theirs_positional = positional_arguments(getattr(keras_hub.layers, theirs))
     assert ours_positional, ours
     assert ours_positional == theirs_positional[: len(ours_positional)]
+
+
+def test_positions_pass_through_to_the_position_layer():
+    for position in ("sinusoidal", "learned"):
+        layer = layers.TokenAndPositionEmbedding(
+            12, embedding_dim=8, sequence_length=10, position=position
+        )
+        output = ops.convert_to_numpy(layer(IDS, positions=POSITIONS))
+        table = ops.convert_to_numpy(layer.token_embedding.embeddings)
+        zeros = np.zeros((2, 6, 8), "float32")
+        positions = ops.convert_to_numpy(
+            layer.position_embedding(zeros, positions=POSITIONS)
+        )
+        expected = table[IDS] * np.sqrt(8) + positions
+        np.testing.assert_allclose(output, expected, atol=1e-5)
+        shifted = ops.convert_to_numpy(layer(IDS, start_index=3))
+        by_ids = layer(IDS, positions=3 + np.arange(6, dtype="int32"))
+        np.testing.assert_allclose(
+            ops.convert_to_numpy(by_ids), shifted, atol=1e-6
+        )
+
+
+@pytest.mark.parametrize("positions", [None, POSITIONS])
+def test_equals_keras_hub_with_learned_unscaled_positions(positions):
+    ours = layers.TokenAndPositionEmbedding(
+        12,
+        embedding_dim=8,
+        sequence_length=10,
+        position="learned",
+        scale_embeddings=False,
+    )
+    theirs = keras_hub.layers.TokenAndPositionEmbedding(12, 10, 8)
+    ours.build(IDS.shape)
+    theirs.build(IDS.shape)
+    theirs.token_embedding.set_weights(ours.token_embedding.get_weights())
+    theirs.position_embedding.set_weights(ours.position_embedding.get_weights())
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(ours(IDS, positions=positions)),
+        ops.convert_to_numpy(theirs(IDS, positions=positions)),
+        atol=1e-6,
+    )
+
+
+def test_positions_with_reverse_are_an_error():
+    layer = layers.TokenAndPositionEmbedding(12, embedding_dim=8)
+    hidden = layer(IDS)
+    with pytest.raises(ValueError, match=r"`positions`.*reverse=True"):
+        layer(hidden, positions=POSITIONS, reverse=True)
+
+
+def test_learned_position_ids_past_the_table_are_an_error():
+    layer = layers.TokenAndPositionEmbedding(
+        12, embedding_dim=8, sequence_length=6, position="learned"
+    )
+    with pytest.raises(ValueError, match=r"sequence_length=6.*from 0 to 9"):
+        layer(IDS, positions=POSITIONS)
