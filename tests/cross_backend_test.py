@@ -29,7 +29,11 @@ MODELS = {
     ),
     "token_and_position_embedding": (
         lambda: layers.TokenAndPositionEmbedding(
-            10, 8, sequence_length=6, position="learned", mask_zero=True
+            10,
+            embedding_dim=8,
+            sequence_length=6,
+            position="learned",
+            mask_zero=True,
         ),
         IDS,
         {},

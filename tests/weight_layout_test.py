@@ -38,7 +38,11 @@ LAYOUTS = {
     ),
     "token_and_position_embedding": (
         lambda: layers.TokenAndPositionEmbedding(
-            20, 8, sequence_length=6, position="learned", name="l"
+            20,
+            embedding_dim=8,
+            sequence_length=6,
+            position="learned",
+            name="l",
         ),
         {"inputs": IDS},
         [

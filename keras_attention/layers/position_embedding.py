@@ -1,8 +1,11 @@
 import keras
 from keras import ops
 
+from keras_attention.layers._positions import broadcast_to_inputs
+from keras_attention.layers._positions import check_inputs
+from keras_attention.layers._positions import check_positions
+from keras_attention.layers._positions import check_start_index
 from keras_attention.utils.validation import check_positive_int
-from keras_attention.utils.validation import check_rank
 from keras_attention.utils.validation import static_shape
 
 
@@ -10,13 +13,28 @@ from keras_attention.utils.validation import static_shape
 class PositionEmbedding(keras.layers.Layer):
     """Learned position embeddings, one trainable vector per position.
 
-    For inputs of shape `(B, T, F)` returns rows
-    `start_index ... start_index + T - 1` of a `(sequence_length, F)` table,
-    broadcast to the input shape. The paper found learned and sinusoidal
-    positions to perform nearly identically (Table 3, row E).
+    For inputs of shape `(B, ..., T, F)` returns rows of a
+    `(sequence_length, F)` table, broadcast to the input shape:
+
+    ```
+    ids = start_index + arange(T)           # or positions, (T,) or (B, T)
+    output[b, ..., t, :] = embeddings[ids[t]]       # or ids[b, t]
+    ```
+
+    The position axis is the second-to-last. The paper found learned and
+    sinusoidal positions to perform nearly identically (Table 3, row E).
 
     Masking: the embeddings do not depend on the mask; the input's Keras
     mask is passed on unchanged.
+
+    Relation to keras-hub: the arguments, their order and the weight
+    (`embeddings`, shape `(sequence_length, F)`) are those of
+    `keras_hub.layers.PositionEmbedding`, so `set_weights` carries a table
+    across and the outputs are equal. Two differences: `positions` of shape
+    `(B, T)` line up with the batch axis for inputs of rank 4 or more
+    (keras-hub broadcasts them against the second axis), and `positions`
+    with a `start_index` other than `0` is an error here (keras-hub ignores
+    `start_index`).
 
     Args:
         sequence_length: int. The largest number of positions, `T_max`.
@@ -25,24 +43,34 @@ class PositionEmbedding(keras.layers.Layer):
         **kwargs: base layer arguments (`name`, `dtype`, ...).
 
     Call arguments:
-        inputs: tensor of shape `(B, T, F)`; only its shape is used.
+        inputs: tensor of shape `(B, ..., T, F)`, rank 3 or more; only its
+            shape is used.
         start_index: int or scalar int tensor. Position of the first input
             token, for decoding with a cache. Defaults to `0`.
+        positions: int tensor of position ids in `[0, sequence_length)`,
+            shape `(T,)` for the whole batch or `(B, T)` per example, for
+            packed or left-padded sequences. Replaces `start_index`, which
+            must then stay `0`. Defaults to `None`.
 
     Returns:
         A tensor of the input's shape.
 
     Raises:
-        ValueError: when `start_index + T` exceeds `sequence_length` and both
-            are known when the layer is called (a Python int `start_index`
-            and a static `T`). A tensor `start_index` past the end is not
-            checked inside compiled code.
+        ValueError: when positions fall outside the table and this can be
+            seen when the layer is called: `start_index` (with a static `T`)
+            or `positions` given as Python or NumPy values, or as tensors in
+            an eager call. Inside compiled code (`tf.function`, `jax.jit`)
+            tensor values are not checked, and what an id past the end gives
+            depends on the backend.
 
     Example:
 
     >>> x = keras.ops.zeros((2, 6, 16))
-    >>> positions = PositionEmbedding(sequence_length=32)(x)
-    >>> keras.ops.shape(positions)
+    >>> layer = PositionEmbedding(sequence_length=32)
+    >>> keras.ops.shape(layer(x))
+    (2, 6, 16)
+    >>> positions = np.array([[0, 1, 2, 0, 1, 2], [4, 5, 6, 7, 8, 9]])
+    >>> keras.ops.shape(layer(x, positions=positions))
     (2, 6, 16)
 
     In a model:
@@ -67,7 +95,7 @@ class PositionEmbedding(keras.layers.Layer):
         self.supports_masking = True
 
     def build(self, inputs_shape):
-        check_rank("inputs", inputs_shape, 3)
+        check_inputs(inputs_shape)
         self.embeddings = self.add_weight(
             name="embeddings",
             shape=(self.sequence_length, inputs_shape[-1]),
@@ -75,24 +103,24 @@ class PositionEmbedding(keras.layers.Layer):
         )
         self.built = True
 
-    def call(self, inputs, start_index=0):
+    def call(self, inputs, start_index=0, positions=None):
         shape = static_shape(inputs)
-        check_rank("inputs", shape, 3)
-        length = shape[1]
-        if isinstance(start_index, int) and length is not None:
-            if start_index < 0 or start_index + length > self.sequence_length:
-                raise ValueError(
-                    "Positions past the end of the learned table: the layer "
-                    f"holds sequence_length={self.sequence_length} positions. "
-                    f"Received: inputs with length {length} and "
-                    f"start_index={start_index}"
-                )
+        check_inputs(shape)
+        positions = check_positions(
+            positions, start_index, shape, self.sequence_length
+        )
+        table = ops.cast(self.embeddings, self.compute_dtype)
         dynamic_shape = ops.shape(inputs)
-        # (T, F) rows from the table, broadcast to (B, T, F).
+        if positions is not None:
+            # (T,) -> (T, F), or (B, T) -> (B, T, F); then (B, ..., T, F).
+            rows = ops.take(table, positions, axis=0)
+            return broadcast_to_inputs(
+                rows, len(positions.shape), dynamic_shape
+            )
+        check_start_index(start_index, shape[-2], self.sequence_length)
+        # (T, F) rows from the table, broadcast to (B, ..., T, F).
         rows = ops.slice(
-            ops.cast(self.embeddings, self.compute_dtype),
-            (start_index, 0),
-            (dynamic_shape[1], shape[-1]),
+            table, (start_index, 0), (dynamic_shape[-2], shape[-1])
         )
         return ops.broadcast_to(rows, dynamic_shape)
 

@@ -23,14 +23,28 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
     The reverse call reuses the embedding matrix as the pre-softmax
     projection (the paper's weight tying, section 3.4), so one instance can
     embed the source, the target and produce the output logits.
+    `positions(start_index, T)` are the encodings of positions
+    `start_index ... start_index + T - 1`, or of the given `positions`.
 
     Masking: with `mask_zero=True`, token id 0 is padding and the forward
     call returns a Keras mask `token_ids != 0` of shape `(B, T)`; padded
     positions still get an embedding (masking happens downstream). The
     reverse call returns no mask.
 
+    Relation to keras-hub: `keras_hub.layers.TokenAndPositionEmbedding`
+    takes `(vocabulary_size, sequence_length, embedding_dim)` in that order;
+    here everything after `vocabulary_size` is keyword-only, so a call
+    written for keras-hub with positional arguments raises a `TypeError`
+    instead of building other shapes. The call arguments `start_index` and
+    `positions` mean the same as there. keras-hub's layer always learns its
+    positions and does not scale the token embeddings; this one defaults to
+    the paper's sinusoidal positions and `sqrt(F)` scaling (pass
+    `position="learned"` and `scale_embeddings=False` for keras-hub's
+    arithmetic).
+
     Args:
-        vocabulary_size: int. Number of token ids, `V`.
+        vocabulary_size: int. Number of token ids, `V`. The only positional
+            argument; the others are keyword-only.
         embedding_dim: int. Embedding width, `F`.
         sequence_length: int. Largest number of positions. Required for
             `position="learned"`; ignored by sinusoidal positions, which work
@@ -52,6 +66,10 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             float hidden states `(B, T, F)`.
         start_index: int or scalar int tensor. Position of the first token,
             for decoding with a cache. Defaults to `0`.
+        positions: int tensor of position ids, `(T,)` for the whole batch or
+            `(B, T)` per example, for packed or left-padded sequences.
+            Replaces `start_index`, which must then stay `0`. Defaults to
+            `None`.
         reverse: bool. Project hidden states to vocabulary logits with the
             transposed embedding matrix. Defaults to `False`.
 
@@ -66,11 +84,17 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
     (2, 5, 8)
     >>> keras.ops.shape(layer(x, reverse=True))
     (2, 5, 100)
+    >>> positions = np.array([[0, 1, 2, 0, 1], [3, 4, 5, 6, 7]])
+    >>> ids = keras.ops.ones((2, 5), dtype="int32")
+    >>> keras.ops.shape(layer(ids, positions=positions))
+    (2, 5, 8)
 
     In a model with tied output weights:
 
     ```python
-    embedding = TokenAndPositionEmbedding(8000, 256, mask_zero=True)
+    embedding = TokenAndPositionEmbedding(
+        8000, embedding_dim=256, mask_zero=True
+    )
     tokens = keras.Input((None,), dtype="int32")
     hidden = embedding(tokens)
     # ... decoder blocks ...
@@ -86,6 +110,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
     def __init__(
         self,
         vocabulary_size,
+        *,
         embedding_dim,
         sequence_length=None,
         position="sinusoidal",
@@ -132,21 +157,27 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         embedded_shape = tuple(inputs_shape) + (self.embedding_dim,)
         if self.position == "learned":
             self.position_embedding = PositionEmbedding(
-                self.sequence_length,
+                sequence_length=self.sequence_length,
                 dtype=self.dtype_policy,
                 name="position_embedding",
             )
         else:
             self.position_embedding = SinusoidalPositionEncoding(
-                self.max_wavelength,
+                max_wavelength=self.max_wavelength,
                 dtype=self.dtype_policy,
                 name="position_embedding",
             )
         self.position_embedding.build(embedded_shape)
         self.built = True
 
-    def call(self, inputs, start_index=0, reverse=False):
+    def call(self, inputs, start_index=0, positions=None, reverse=False):
         if reverse:
+            if positions is not None:
+                raise ValueError(
+                    "Argument `positions` is for the forward call; the "
+                    "reverse call (reverse=True) has no positions. Received: "
+                    "positions with reverse=True"
+                )
             # (B, T, F) @ (F, V) -> (B, T, V)
             shape = static_shape(inputs)
             check_rank("inputs", shape, 3)
@@ -166,7 +197,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
                 self.embedding_dim**0.5, embedded.dtype
             )
         return embedded + self.position_embedding(
-            embedded, start_index=start_index
+            embedded, start_index=start_index, positions=positions
         )
 
     def compute_mask(self, inputs, mask=None):
@@ -174,7 +205,9 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             return None
         return ops.not_equal(inputs, 0)
 
-    def compute_output_spec(self, inputs, start_index=0, reverse=False):
+    def compute_output_spec(
+        self, inputs, start_index=0, positions=None, reverse=False
+    ):
         if reverse:
             shape = tuple(inputs.shape[:-1]) + (self.vocabulary_size,)
         else:

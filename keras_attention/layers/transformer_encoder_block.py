@@ -200,7 +200,7 @@ class TransformerEncoderBlock(TransformerBlockBase):
 
     ```python
     tokens = keras.Input((None,), dtype="int32")
-    x = TokenAndPositionEmbedding(8000, 256)(tokens)
+    x = TokenAndPositionEmbedding(8000, embedding_dim=256)(tokens)
     x = TransformerEncoderBlock(4, 1024)(x, padding_mask=tokens != 0)
     ```
 

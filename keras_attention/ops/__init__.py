@@ -12,6 +12,7 @@ from keras_attention.ops.masking import merge_masks
 from keras_attention.ops.masking import pairwise_mask
 from keras_attention.ops.multi_dimensional import directional_mask
 from keras_attention.ops.multi_dimensional import multi_dimensional_attention
+from keras_attention.ops.positions import sinusoidal_encoding
 from keras_attention.ops.positions import sinusoidal_positions
 
 __all__ = [
@@ -24,5 +25,6 @@ __all__ = [
     "multi_dimensional_attention",
     "pairwise_mask",
     "scaled_dot_product_attention",
+    "sinusoidal_encoding",
     "sinusoidal_positions",
 ]

@@ -31,13 +31,48 @@ def sinusoidal_positions(
     positions = ops.arange(length, dtype="float32") + ops.cast(
         start_index, "float32"
     )
+    return sinusoidal_encoding(
+        positions, width, max_wavelength=max_wavelength, dtype=dtype
+    )
+
+
+def sinusoidal_encoding(
+    positions, width, max_wavelength=10000.0, dtype="float32"
+):
+    """Sinusoidal encodings of given position ids, one `F`-vector each.
+
+    ```
+    inverse_timescale[j] = max_wavelength ** (-2 * (j // 2) / width)
+    angle[..., j] = positions[...] * inverse_timescale[j]
+    encoding[..., j] = sin(angle[..., j]) if j is even else cos(angle[..., j])
+    ```
+
+    `sinusoidal_positions(T, F, start_index)` is this function applied to
+    `start_index + arange(T)`. The angles are computed in float32 and the
+    result cast to `dtype`.
+
+    Args:
+        positions: tensor of position ids, any shape, for example `(T,)` or
+            `(B, T)`. Integer or float.
+        width: int. `F`, the encoding width.
+        max_wavelength: float. Defaults to `10000.0`, as in the paper.
+        dtype: the output dtype.
+
+    Returns:
+        A tensor of shape `positions.shape + (F,)`.
+
+    Example:
+
+    >>> positions = keras.ops.convert_to_tensor([[0, 1, 2], [7, 8, 9]])
+    >>> keras.ops.shape(sinusoidal_encoding(positions, 16))
+    (2, 3, 16)
+    """
+    positions = ops.cast(positions, "float32")
     channels = ops.arange(width, dtype="int32")
     exponents = ops.cast(2 * (channels // 2), "float32") / float(width)
     inverse_timescales = ops.power(float(max_wavelength), -exponents)
-    # (T, 1) * (1, F) -> (T, F)
-    angles = ops.expand_dims(positions, 1) * ops.expand_dims(
-        inverse_timescales, 0
-    )
+    # (..., 1) * (F,) -> (..., F)
+    angles = ops.expand_dims(positions, -1) * inverse_timescales
     is_even = ops.equal(channels % 2, 0)
     encoding = ops.where(is_even, ops.sin(angles), ops.cos(angles))
     return ops.cast(encoding, dtype)

@@ -163,7 +163,9 @@ CASES = {
         "intermediate_dim=0",
     ),
     "token_embedding_position_unknown": Case(
-        lambda: layers.TokenAndPositionEmbedding(10, 8, position="rotary"),
+        lambda: layers.TokenAndPositionEmbedding(
+            10, embedding_dim=8, position="rotary"
+        ),
         ValueError,
         "position",
         "position='rotary'",
@@ -310,7 +312,7 @@ CASES = {
         "(3, 5, 8)",
     ),
     "token_embedding_ids_rank_three": Case(
-        lambda: layers.TokenAndPositionEmbedding(10, 8)(
+        lambda: layers.TokenAndPositionEmbedding(10, embedding_dim=8)(
             np.ones((2, 5, 1), "int32")
         ),
         ValueError,
