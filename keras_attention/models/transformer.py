@@ -175,7 +175,7 @@ class Transformer(keras.Model):
         # modules take no attributes before their constructor ran).
         token_embedding = TokenAndPositionEmbedding(
             vocabulary_size,
-            hidden_dim,
+            embedding_dim=hidden_dim,
             sequence_length=max_sequence_length,
             position=position,
             dtype=dtype,
