@@ -80,6 +80,19 @@ def shared_transformer():
     return _TRANSFORMER[0]
 
 
+def small_language_model(**overrides):
+    config = dict(
+        vocabulary_size=12,
+        num_layers=1,
+        hidden_dim=8,
+        num_heads=2,
+        intermediate_dim=8,
+        max_sequence_length=8,
+    )
+    config.update(overrides)
+    return models.TransformerLanguageModel(**config)
+
+
 def load_app(name):
     path = APPLICATIONS / name / "train.py"
     spec = importlib.util.spec_from_file_location(f"{name}_train_flags", path)
@@ -366,6 +379,12 @@ CASES = {
         "preset",
         "preset='huge'",
     ),
+    "language_model_width_not_divisible_by_heads": Case(
+        lambda: small_language_model(hidden_dim=9),
+        ValueError,
+        "hidden_dim",
+        "hidden_dim=9",
+    ),
     "transformer_missing_decoder_input": Case(
         lambda: shared_transformer()(
             {"encoder_token_ids": np.ones((2, 5), "int32")}
@@ -495,6 +514,14 @@ CASES = {
         ValueError,
         "encoder_token_ids",
         "(1, 12)",
+    ),
+    "greedy_search_prompt_leaves_no_room": Case(
+        lambda: decoding.greedy_search(
+            small_language_model(), np.ones((1, 8), "int32"), 2, 3
+        ),
+        ValueError,
+        "encoder_token_ids",
+        "(1, 8)",
     ),
     # --- data loaders ---
     "sick_unknown_split": Case(
