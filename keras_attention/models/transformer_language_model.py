@@ -1,6 +1,5 @@
 """A decoder-only (GPT-style) Transformer language model."""
 
-import copy
 import types
 
 import keras
@@ -12,10 +11,10 @@ from keras_attention.layers.token_and_position_embedding import (
 from keras_attention.layers.transformer_decoder_block import (
     TransformerDecoderBlock,
 )
-from keras_attention.models.transformer import PRESETS
-from keras_attention.utils.validation import check_choice
-from keras_attention.utils.validation import check_positive_int
-from keras_attention.utils.validation import check_rate
+from keras_attention.models.transformer import check_arguments
+from keras_attention.models.transformer import model_config
+from keras_attention.models.transformer import model_from_config
+from keras_attention.models.transformer import model_from_preset
 
 TOKEN_INPUT = "token_ids"
 
@@ -117,20 +116,17 @@ class TransformerLanguageModel(keras.Model):
         dtype=None,
         **kwargs,
     ):
-        check_positive_int("vocabulary_size", vocabulary_size)
-        check_positive_int("num_layers", num_layers)
-        check_positive_int("hidden_dim", hidden_dim)
-        check_positive_int("num_heads", num_heads)
-        check_positive_int("intermediate_dim", intermediate_dim)
-        check_positive_int("max_sequence_length", max_sequence_length)
-        check_rate("dropout", dropout)
-        check_rate("attention_dropout", attention_dropout)
-        check_choice("position", position, ("sinusoidal", "learned"))
-        if hidden_dim % num_heads:
-            raise ValueError(
-                "`hidden_dim` must be divisible by `num_heads`. Received: "
-                f"hidden_dim={hidden_dim}, num_heads={num_heads}"
-            )
+        check_arguments(
+            vocabulary_size=vocabulary_size,
+            num_layers=num_layers,
+            hidden_dim=hidden_dim,
+            num_heads=num_heads,
+            intermediate_dim=intermediate_dim,
+            dropout=dropout,
+            attention_dropout=attention_dropout,
+            position=position,
+            max_sequence_length=max_sequence_length,
+        )
 
         def seed_at(offset):
             return None if seed is None else seed + 10 * offset
@@ -210,10 +206,7 @@ class TransformerLanguageModel(keras.Model):
             vocabulary_size: int. Size of the vocabulary.
             **kwargs: override any constructor argument.
         """
-        check_choice("preset", preset, tuple(PRESETS))
-        config = copy.deepcopy(PRESETS[preset])
-        config.update(kwargs)
-        return cls(vocabulary_size=vocabulary_size, **config)
+        return model_from_preset(cls, preset, vocabulary_size, kwargs)
 
     def decode(self, token_ids):
         """Runs the whole stack on `token_ids` `(B, T)`, no cache.
@@ -272,30 +265,11 @@ class TransformerLanguageModel(keras.Model):
         return logits, ops.stack(caches, axis=1)
 
     def get_config(self):
-        # Only the constructor arguments: the graph is rebuilt from them.
-        return {
-            "vocabulary_size": self.vocabulary_size,
-            "num_layers": self.num_layers,
-            "hidden_dim": self.hidden_dim,
-            "num_heads": self.num_heads,
-            "intermediate_dim": self.intermediate_dim,
-            "dropout": self.dropout,
-            "attention_dropout": self.attention_dropout,
-            "norm_first": self.norm_first,
-            "position": self.position,
-            "max_sequence_length": self.max_sequence_length,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-            "seed": self.seed,
-            "name": self.name,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-        }
+        return model_config(self)
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        if isinstance(config.get("dtype"), dict):
-            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return cls(**config)
+        return model_from_config(cls, config)
 
 
 # The forward pass, shared by the functional graph (built from the layers
