@@ -13,6 +13,31 @@ from keras_attention import layers
 X = np.zeros((2, 5, 8), "float32")
 IDS = np.zeros((2, 5), "int32")
 
+
+def attention_layout(name):
+    return [
+        (f"{name}/query_dense/kernel", (8, 2, 4)),
+        (f"{name}/query_dense/bias", (2, 4)),
+        (f"{name}/key_dense/kernel", (8, 2, 4)),
+        (f"{name}/key_dense/bias", (2, 4)),
+        (f"{name}/value_dense/kernel", (8, 2, 4)),
+        (f"{name}/value_dense/bias", (2, 4)),
+        (f"{name}/output_dense/kernel", (2, 4, 8)),
+        (f"{name}/output_dense/bias", (8,)),
+    ]
+
+
+def norm_layout(name):
+    return [(f"{name}/gamma", (8,)), (f"{name}/beta", (8,))]
+
+
+FEEDFORWARD_LAYOUT = [
+    ("feedforward_intermediate_dense/kernel", (8, 6)),
+    ("feedforward_intermediate_dense/bias", (6,)),
+    ("feedforward_output_dense/kernel", (6, 8)),
+    ("feedforward_output_dense/bias", (8,)),
+]
+
 LAYOUTS = {
     "multi_head_attention": (
         lambda: layers.MultiHeadAttention(num_heads=2, key_dim=3, name="l"),
@@ -35,6 +60,39 @@ LAYOUTS = {
         lambda: layers.PositionEmbedding(sequence_length=7, name="l"),
         {"inputs": X},
         [("embeddings", (7, 8))],
+    ),
+    "transformer_encoder_block": (
+        lambda: layers.TransformerEncoderBlock(
+            num_heads=2, intermediate_dim=6, name="l"
+        ),
+        {"inputs": X},
+        attention_layout("self_attention")
+        + norm_layout("self_attention_norm")
+        + norm_layout("feedforward_norm")
+        + FEEDFORWARD_LAYOUT,
+    ),
+    # keras-hub's TransformerDecoder order: the feed-forward norm last.
+    "transformer_decoder_block": (
+        lambda: layers.TransformerDecoderBlock(
+            num_heads=2, intermediate_dim=6, name="l"
+        ),
+        {"inputs": X, "encoder_outputs": X},
+        attention_layout("self_attention")
+        + norm_layout("self_attention_norm")
+        + attention_layout("cross_attention")
+        + norm_layout("cross_attention_norm")
+        + FEEDFORWARD_LAYOUT
+        + norm_layout("feedforward_norm"),
+    ),
+    "transformer_decoder_block_decoder_only": (
+        lambda: layers.TransformerDecoderBlock(
+            num_heads=2, intermediate_dim=6, name="l"
+        ),
+        {"inputs": X},
+        attention_layout("self_attention")
+        + norm_layout("self_attention_norm")
+        + FEEDFORWARD_LAYOUT
+        + norm_layout("feedforward_norm"),
     ),
     "token_and_position_embedding": (
         lambda: layers.TokenAndPositionEmbedding(

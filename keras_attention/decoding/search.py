@@ -1,8 +1,21 @@
-"""Greedy and beam search for encoder-decoder models, with decoder caches.
+"""Greedy and beam search with decoder caches, for encoder-decoder models
+and decoder-only language models.
 
-Both searches take a model with the decoding interface of
-`keras_attention.models.Transformer` (`encode`, `initial_cache`,
-`decode_step`, `decode`, `max_sequence_length`), run batched, and loop with
+Both searches take a model with one of two decoding interfaces:
+
+- encoder-decoder, as `keras_attention.models.Transformer`: `encode(ids)`,
+  `initial_cache(encoder_outputs, max_length)`, `decode_step(ids, index,
+  self_attention_cache, cross_attention_cache, encoder_padding_mask)`,
+  `decode(ids, encoder_outputs, encoder_padding_mask)`;
+- decoder-only, as `keras_attention.models.TransformerLanguageModel` (no
+  `encode` method): `initial_cache(batch_size, max_length)`,
+  `decode_step(ids, index, self_attention_cache)`, `decode(ids)`.
+
+Both also have `max_sequence_length`. For an encoder-decoder model
+`encoder_token_ids` are the sources; for a decoder-only model they are the
+prompts, right-padded with `0`: the decoder reads `start_id`, then each
+row's prompt (its tokens are forced, not chosen), then the continuation,
+which is what the search returns. The searches run batched and loop with
 `keras.ops.while_loop`. On tensorflow the loop is traced once per input
 shape with `tf.function`; on jax it is compiled with `jax.jit`, the model
 weights passed in as arguments (so later training is seen); on torch it
@@ -11,7 +24,10 @@ runs eagerly under `torch.no_grad()`.
 Output length: a sentence stops at `end_id`, or is forced to end at
 `source_length + max_extra_length` tokens (`source_length` counts the
 non-padding source tokens), and never runs past `max_length`, which
-defaults to `model.max_sequence_length`.
+defaults to `model.max_sequence_length`. For a decoder-only model these
+counts include the prompt: `source_length` is the prompt's length, so the
+continuation has at most `max_extra_length` tokens, and prompt plus
+continuation at most `max_length`.
 """
 
 import contextlib
@@ -41,13 +57,16 @@ def greedy_search(
     """Decodes by picking the most probable token at every step.
 
     Args:
-        model: a `keras_attention.models.Transformer` (or a model with the
-            same decoding methods).
-        encoder_token_ids: int array `(B, S)`, `0` = padding.
+        model: a `keras_attention.models.Transformer` or
+            `keras_attention.models.TransformerLanguageModel` (or a model
+            with the same decoding methods, see the module docstring).
+        encoder_token_ids: int array `(B, S)`, `0` = padding: the sources,
+            or the prompts of a decoder-only model.
         start_id: int. First decoder input token.
         end_id: int. Token that ends a sentence.
         max_extra_length: int. A sentence is forced to end after
-            `source_length + max_extra_length` tokens. Defaults to `50`.
+            `source_length + max_extra_length` tokens (a continuation after
+            `max_extra_length`). Defaults to `50`.
         max_length: int. Cap on output tokens. Defaults to the model's
             `max_sequence_length`.
         use_cache: bool. Decode one token per step with the self- and
@@ -55,8 +74,9 @@ def greedy_search(
             every step (`False`; same outputs, much slower).
 
     Returns:
-        int32 tensor `(B, L)`: the decoded tokens after `start_id`, each row
-        ending with `end_id` and then padded with `0`.
+        int32 tensor `(B, L)`: the decoded tokens after `start_id` (after
+        the prompt, for a decoder-only model), each row ending with
+        `end_id` and then padded with `0`.
     """
     settings = ("greedy", start_id, end_id, max_extra_length, max_length)
     settings += (use_cache,)
@@ -85,7 +105,8 @@ def beam_search(
     ```
 
     where `|Y|` counts the generated tokens including `end_id` (Wu et al.,
-    2016, equation 14, without the coverage penalty). A finished hypothesis
+    2016, equation 14, without the coverage penalty); a decoder-only
+    model's prompt counts neither in `|Y|` nor in `log P`. A finished hypothesis
     keeps its slot in the beam with a fixed score; the search ends when all
     `beam_size` hypotheses of every sentence have finished. With
     `beam_size=1` (any `alpha`) this is greedy search, and gives exactly
@@ -96,9 +117,11 @@ def beam_search(
     every step.
 
     Args:
-        model: a `keras_attention.models.Transformer` (or a model with the
-            same decoding methods).
-        encoder_token_ids: int array `(B, S)`, `0` = padding.
+        model: a `keras_attention.models.Transformer` or
+            `keras_attention.models.TransformerLanguageModel` (or a model
+            with the same decoding methods, see the module docstring).
+        encoder_token_ids: int array `(B, S)`, `0` = padding: the sources,
+            or the prompts of a decoder-only model.
         start_id: int. First decoder input token.
         end_id: int. Token that ends a sentence.
         beam_size: int. Hypotheses kept per sentence. Defaults to `4`.
@@ -112,7 +135,8 @@ def beam_search(
 
     Returns:
         int32 tensor `(B, L)` of the best hypotheses (tokens after
-        `start_id`, ending with `end_id`, padded with `0`); with
+        `start_id`, or after the prompt for a decoder-only model, ending
+        with `end_id`, padded with `0`); with
         `return_scores=True`, a tuple `(tokens, scores)`.
     """
     check_positive_int("beam_size", beam_size)
@@ -146,7 +170,56 @@ def _check_sources(model, encoder_token_ids, max_length):
         )
     if max_length is not None:
         check_positive_int("max_length", max_length)
+    if _decoder_only(model):
+        room = limit if max_length is None else min(limit, max_length)
+        if shape[1] >= room:
+            raise ValueError(
+                "Prompts must be shorter than max_length and the model's "
+                f"max_sequence_length ({room} here), to leave room for a "
+                "continuation. Received: encoder_token_ids with shape "
+                f"{shape}"
+            )
     return ids
+
+
+def _decoder_only(model):
+    """Whether `model` is a decoder-only language model (no `encode`)."""
+    return not hasattr(model, "encode")
+
+
+def _prompt_lengths(encoder_token_ids):
+    # (B,) number of non-padding tokens per row.
+    return ops.sum(ops.cast(ops.not_equal(encoder_token_ids, 0), "int32"), 1)
+
+
+def _initial_tokens(encoder_token_ids, start_id, length, repeats):
+    """The token buffer `(B', L + 1)`: the start token, then zeros; for a
+    decoder-only model the prompts `(B', P)` follow the start token."""
+    rows = ops.shape(encoder_token_ids)[0] * repeats
+    prompts = encoder_token_ids
+    if repeats > 1:
+        prompts = ops.repeat(prompts, repeats, axis=0)
+    prompt_length = ops.shape(prompts)[1]
+    return ops.concatenate(
+        [
+            ops.full((rows, 1), start_id, "int32"),
+            prompts,
+            ops.zeros((rows, length - prompt_length), "int32"),
+        ],
+        axis=1,
+    )
+
+
+def _continuations(tokens, prompt_lengths, width, length):
+    """The `width` tokens after each row's prompt, `(B', W)`, zero-padded.
+
+    `tokens` `(B', L + 1)` is the buffer: start token, prompt, continuation.
+    """
+    offsets = ops.expand_dims(prompt_lengths + 1, 1) + ops.arange(
+        width, dtype="int32"
+    )  # (B', W) buffer positions
+    picked = ops.take_along_axis(tokens, ops.minimum(offsets, length), axis=1)
+    return ops.where(ops.less_equal(offsets, length), picked, 0)
 
 
 def _output_length(model, source_length, settings):
@@ -157,24 +230,33 @@ def _output_length(model, source_length, settings):
 
 def _limits(encoder_token_ids, extra, output_length):
     # (B,) number of tokens each sentence may produce, end token included.
-    lengths = ops.sum(ops.cast(ops.not_equal(encoder_token_ids, 0), "int32"), 1)
+    lengths = _prompt_lengths(encoder_token_ids)
     return ops.minimum(lengths + extra, output_length)
 
 
 def _next_token_log_probs(model, step, tokens, state, use_cache, length):
     """Log-probabilities `(B', V)` of the token after position `step`."""
     self_cache, cross_cache, encoder_outputs, encoder_mask = state
+    decoder_only = _decoder_only(model)
     if use_cache:
         # (B', L + 1) -> (B', 1)
         current = ops.expand_dims(ops.take(tokens, step, axis=1), 1)
-        logits, self_cache = model.decode_step(
-            current, step, self_cache, cross_cache, encoder_mask
-        )
+        if decoder_only:
+            logits, self_cache = model.decode_step(current, step, self_cache)
+        else:
+            logits, self_cache = model.decode_step(
+                current, step, self_cache, cross_cache, encoder_mask
+            )
         logits = logits[:, 0]
     else:
         # The whole decoder on the fixed-size buffer; causal masking makes
         # position `step` independent of the (empty) positions after it.
-        logits = model.decode(tokens[:, :length], encoder_outputs, encoder_mask)
+        if decoder_only:
+            logits = model.decode(tokens[:, :length])
+        else:
+            logits = model.decode(
+                tokens[:, :length], encoder_outputs, encoder_mask
+            )
         logits = ops.take(logits, step, axis=1)
     log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
     # Never emit padding.
@@ -184,6 +266,13 @@ def _next_token_log_probs(model, step, tokens, state, use_cache, length):
 
 
 def _initial_state(model, encoder_token_ids, length, repeats, use_cache):
+    if _decoder_only(model):
+        rows = ops.shape(encoder_token_ids)[0] * repeats
+        if use_cache:
+            self_cache = model.initial_cache(rows, length)
+        else:
+            self_cache = ops.zeros((1,), "float32")  # loop-state placeholder
+        return self_cache, None, None, None
     encoder_outputs, encoder_mask = model.encode(encoder_token_ids)
     if repeats > 1:
         # Tile every sentence's encoder outputs across its beams.
@@ -199,19 +288,24 @@ def _initial_state(model, encoder_token_ids, length, repeats, use_cache):
 
 def _greedy_fn(model, settings):
     _, start_id, end_id, extra, _, use_cache = settings
+    decoder_only = _decoder_only(model)
 
     def run(encoder_token_ids):
         batch, source_length = ops.shape(encoder_token_ids)
         length = _output_length(model, source_length, settings)
         limits = _limits(encoder_token_ids, extra, length)
         state = _initial_state(model, encoder_token_ids, length, 1, use_cache)
-        tokens = ops.concatenate(
-            [
-                ops.full((batch, 1), start_id, "int32"),
-                ops.zeros((batch, length), "int32"),
-            ],
-            axis=1,
-        )  # (B, L + 1)
+        if decoder_only:
+            prompt_lengths = _prompt_lengths(encoder_token_ids)  # (B,)
+            tokens = _initial_tokens(encoder_token_ids, start_id, length, 1)
+        else:
+            tokens = ops.concatenate(
+                [
+                    ops.full((batch, 1), start_id, "int32"),
+                    ops.zeros((batch, length), "int32"),
+                ],
+                axis=1,
+            )  # (B, L + 1)
         finished = ops.zeros((batch,), "bool")
 
         def cond(step, tokens, finished, self_cache):
@@ -232,17 +326,28 @@ def _greedy_fn(model, settings):
             chosen = ops.cast(ops.argmax(log_probs, axis=-1), "int32")
             forced = ops.greater_equal(step + 1, limits)
             chosen = ops.where(forced, end_id, chosen)
+            if decoder_only:
+                # Inside its prompt a row takes the prompt's next token.
+                in_prompt = ops.less_equal(step + 1, prompt_lengths)
+                prompt_token = ops.take(tokens, step + 1, axis=1)
+                chosen = ops.where(in_prompt, prompt_token, chosen)
             chosen = ops.where(finished, 0, chosen)
             tokens = ops.slice_update(
                 tokens, [0, step + 1], ops.expand_dims(chosen, 1)
             )
-            finished = ops.logical_or(finished, ops.equal(chosen, end_id))
+            ends = ops.equal(chosen, end_id)
+            if decoder_only:
+                ends = ops.logical_and(ends, ops.logical_not(in_prompt))
+            finished = ops.logical_or(finished, ends)
             return step + 1, tokens, finished, self_cache
 
         step = ops.convert_to_tensor(0, "int32")
         _, tokens, _, _ = ops.while_loop(
             cond, body, (step, tokens, finished, state[0])
         )
+        if decoder_only:
+            width = min(max(extra, 1), length)
+            return _continuations(tokens, prompt_lengths, width, length)
         return tokens[:, 1:]
 
     return run
@@ -250,6 +355,7 @@ def _greedy_fn(model, settings):
 
 def _beam_fn(model, settings):
     _, start_id, end_id, extra, _, use_cache, beams, alpha = settings
+    decoder_only = _decoder_only(model)
 
     def penalty(lengths):
         return ops.power((5.0 + ops.cast(lengths, "float32")) / 6.0, alpha)
@@ -263,13 +369,18 @@ def _beam_fn(model, settings):
             model, encoder_token_ids, length, beams, use_cache
         )
         flat = batch * beams
-        tokens = ops.concatenate(
-            [
-                ops.full((flat, 1), start_id, "int32"),
-                ops.zeros((flat, length), "int32"),
-            ],
-            axis=1,
-        )  # (B * K, L + 1)
+        if decoder_only:
+            prompt_lengths = _prompt_lengths(encoder_token_ids)  # (B,)
+            prompt_ends = ops.expand_dims(prompt_lengths, 1)  # (B, 1)
+            tokens = _initial_tokens(encoder_token_ids, start_id, length, beams)
+        else:
+            tokens = ops.concatenate(
+                [
+                    ops.full((flat, 1), start_id, "int32"),
+                    ops.zeros((flat, length), "int32"),
+                ],
+                axis=1,
+            )  # (B * K, L + 1)
         # Only the first beam is live at the start, so the first step
         # expands one hypothesis, not K copies of it.
         first = ops.cast(ops.equal(ops.arange(beams), 0), "float32")
@@ -305,13 +416,28 @@ def _beam_fn(model, settings):
             log_probs = ops.where(
                 ops.logical_and(forced, not_end), NEGATIVE, log_probs
             )
+            generated = step + 1  # tokens in the hypotheses after this step
+            if decoder_only:
+                # Inside its prompt a sentence can only take the prompt's
+                # next token, at no cost; the prompt is not counted.
+                in_prompt = ops.less_equal(step + 1, prompt_ends)  # (B, 1)
+                prompt_token = ops.reshape(
+                    ops.take(tokens, step + 1, axis=1), (batch, beams, 1)
+                )
+                only_prompt = ops.where(
+                    ops.equal(vocabulary, prompt_token), 0.0, NEGATIVE
+                )
+                log_probs = ops.where(
+                    ops.expand_dims(in_prompt, -1), only_prompt, log_probs
+                )
+                generated = ops.maximum(step + 1 - prompt_ends, 0)
             alive = ops.expand_dims(scores, -1) + log_probs
             # A finished hypothesis continues only with padding, unchanged.
             done = ops.where(
                 ops.equal(vocabulary, 0), ops.expand_dims(scores, -1), NEGATIVE
             )
             total = ops.where(ops.expand_dims(finished, -1), done, alive)
-            candidate_lengths = ops.where(finished, lengths, step + 1)
+            candidate_lengths = ops.where(finished, lengths, generated)
             ranked = total / ops.expand_dims(penalty(candidate_lengths), -1)
             # (B, K * V) -> top K
             _, picked = ops.top_k(
@@ -327,9 +453,12 @@ def _beam_fn(model, settings):
             lengths = ops.where(
                 was_finished,
                 ops.take_along_axis(lengths, origin, axis=1),
-                step + 1,
+                generated,
             )
-            finished = ops.logical_or(was_finished, ops.equal(chosen, end_id))
+            ends = ops.equal(chosen, end_id)
+            if decoder_only:
+                ends = ops.logical_and(ends, ops.logical_not(in_prompt))
+            finished = ops.logical_or(was_finished, ends)
             # Reorder the flat batch to follow the surviving beams.
             order = ops.reshape(offsets + origin, (-1,))  # (B * K,)
             tokens = ops.take(tokens, order, axis=0)
@@ -349,7 +478,14 @@ def _beam_fn(model, settings):
         normalized = scores / penalty(ops.maximum(lengths, 1))  # (B, K)
         best = ops.cast(ops.argmax(normalized, axis=1), "int32")  # (B,)
         rows = ops.arange(batch, dtype="int32") * beams + best
-        best_tokens = ops.take(tokens, rows, axis=0)[:, 1:]
+        best_tokens = ops.take(tokens, rows, axis=0)  # (B, L + 1)
+        if decoder_only:
+            width = min(max(extra, 1), length)
+            best_tokens = _continuations(
+                best_tokens, prompt_lengths, width, length
+            )
+        else:
+            best_tokens = best_tokens[:, 1:]
         best_scores = ops.take_along_axis(
             normalized, ops.expand_dims(best, 1), axis=1
         )[:, 0]

@@ -1,4 +1,5 @@
 import keras
+from keras import ops
 
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
 from keras_attention.layers.transformer_encoder_block import (
@@ -7,7 +8,11 @@ from keras_attention.layers.transformer_encoder_block import (
 from keras_attention.layers.transformer_encoder_block import _head_width
 from keras_attention.layers.transformer_encoder_block import clone_initializer
 from keras_attention.layers.transformer_encoder_block import sublayer_seed
+from keras_attention.ops import merge_masks
 from keras_attention.utils.dtypes import floating_inputs
+from keras_attention.utils.masks import kept_keras_masks
+from keras_attention.utils.masks import keras_mask
+from keras_attention.utils.validation import check_dims
 from keras_attention.utils.validation import check_mask
 from keras_attention.utils.validation import check_rank
 from keras_attention.utils.validation import static_shape
@@ -15,8 +20,8 @@ from keras_attention.utils.validation import static_shape
 
 @keras.saving.register_keras_serializable(package="keras_attention")
 class TransformerDecoderBlock(TransformerBlockBase):
-    """One Transformer decoder layer: causal self-attention, encoder-decoder
-    attention, then a feed-forward net.
+    """One Transformer decoder layer: causal self-attention, optional
+    encoder-decoder attention, then a feed-forward net.
 
     Post-norm, as in the paper (`norm_first=False`):
 
@@ -29,21 +34,59 @@ class TransformerDecoderBlock(TransformerBlockBase):
     With `norm_first=True` each sublayer reads `layer_norm_i(x)` and the
     residual sum is not normalized (pre-norm).
 
+    Two modes, fixed when the block is built:
+    - encoder-decoder (the paper's): built with an encoder input,
+      `build(inputs_shape, encoder_outputs_shape)` or a first call
+      `block(inputs, encoder_outputs)`; every call then needs
+      `encoder_outputs` or a `cross_attention_cache`.
+    - decoder-only (GPT-style): built without one, `build(inputs_shape)` or
+      a first call `block(inputs)`. The block then has no cross-attention
+      sublayers or weights (the middle line above is skipped), and passing
+      encoder inputs is an error.
+
     Incremental decoding: `self_attention_cache` `(B, 2, L, N, H)` holds the
     projected keys and values of the target positions decoded so far (`L`
     is the longest output); pass the new tokens' hidden states as `inputs`
-    and their first position as `cache_update_index`. The call then
-    returns the updated cache as well, and its outputs equal those of the
-    full causal computation. `cross_attention_cache` `(B, 2, S, N, H)`
-    holds the projected encoder outputs, computed once with
-    `compute_cross_attention_cache(encoder_outputs)`; with it,
-    `encoder_outputs` may be left out.
+    and their first position as `cache_update_index`. Their keys and values
+    are written into the cache there, and with `use_causal_mask=True` the
+    outputs equal those of the full causal computation.
+    `cross_attention_cache` `(B, 2, S, N, H)` holds the projected encoder
+    outputs, computed once with `compute_cross_attention_cache(
+    encoder_outputs)`; with it, `encoder_outputs` may be left out.
 
-    Masking: `padding_mask` `(B, T)` marks real target tokens and
-    `encoder_padding_mask` `(B, S)` real source tokens (`True` = real).
-    Padded source tokens and future target tokens get zero attention
-    weight. Keras masks are not read: pass the masks explicitly (the
-    `Transformer` model does).
+    Masking: the target padding mask `(B, T)` is the AND of `padding_mask`
+    and the Keras mask of `inputs`, and the source padding mask `(B, S)`
+    the AND of `encoder_padding_mask` and the Keras mask of
+    `encoder_outputs` (for example from an embedding with
+    `mask_zero=True`); any of them may be absent. Padded target tokens get
+    zero weight as keys and a zero attention output as queries (their
+    outputs are finite but meaningless); padded source tokens get zero
+    weight. `use_causal_mask=True` (the default) hides later targets;
+    `attention_mask` `(B, T, T)` and `encoder_attention_mask` `(B, T, S)`
+    further restrict which keys each query sees. With a self-attention
+    cache, `padding_mask` is `(B, L)` and marks the real cache slots (as in
+    keras-hub; the new tokens' slots start at `cache_update_index`), the
+    Keras mask of `inputs` `(B, T)` is ANDed into the new tokens' slots,
+    and `attention_mask` is `(B, T, L)`; with `use_causal_mask=False` the
+    queries see every cache slot, filled or not. A query with no key left
+    gets a zero attention output. The output carries the Keras mask of
+    `inputs` on.
+
+    Relation to keras-hub: this is the computation of
+    `keras_hub.layers.TransformerDecoder` in both modes, with the weights
+    in the same order, so `ours.set_weights(theirs.get_weights())`
+    reproduces its outputs at real tokens (keras-hub masks padded tokens as
+    keys only). Its call arguments map to ours as `decoder_sequence` ->
+    `inputs`, `encoder_sequence` -> `encoder_outputs`,
+    `decoder_padding_mask` -> `padding_mask`, `decoder_attention_mask` ->
+    `attention_mask`, `self_attention_cache_update_index` ->
+    `cache_update_index`, and `cross_attention_cache_update_index=0` (fill
+    the cross cache) -> `compute_cross_attention_cache`; the positional
+    order of the first six is keras-hub's. Its `normalize_first` is
+    `norm_first` and its `layer_norm_epsilon` defaults to `1e-5`. keras-hub
+    takes `(intermediate_dim, num_heads)` positionally; here every
+    constructor argument is keyword-only, so a positional port fails with a
+    `TypeError`.
 
     Args:
         num_heads: int. Number of attention heads, `N`.
@@ -65,24 +108,35 @@ class TransformerDecoderBlock(TransformerBlockBase):
 
     Call arguments:
         inputs: float tensor `(B, T, F)`, the target hidden states.
-        encoder_outputs: float tensor `(B, S, F)`. May be `None` when
-            `cross_attention_cache` is given.
-        padding_mask: optional boolean tensor `(B, T)`.
+        encoder_outputs: float tensor `(B, S, F)`. Leave out in a
+            decoder-only block; may be left out with `cross_attention_cache`.
+        padding_mask: optional boolean tensor `(B, T)`, `True` = real token;
+            `(B, L)` over the cache slots with a self-attention cache.
+        attention_mask: optional boolean tensor `(B, T, T)`, or `(B, T, L)`
+            with a self-attention cache; `True` = attend.
         encoder_padding_mask: optional boolean tensor `(B, S)`.
-        self_attention_cache: optional tensor `(B, 2, L, N, H)`.
-        cross_attention_cache: optional tensor `(B, 2, S, N, H)`.
-        cache_update_index: int or scalar int tensor, position of the first
-            token of `inputs`; required with `self_attention_cache`.
-        return_attention_scores: bool. Also return the self- and
-            cross-attention weights.
-        training: bool. Whether dropout is in effect.
+        encoder_attention_mask: optional boolean tensor `(B, T, S)`.
+        self_attention_cache: optional tensor `(B, 2, L, N, H)`,
+            keyword-only.
+        cache_update_index: int or scalar int tensor, keyword-only: the
+            position of the first token of `inputs`; required with
+            `self_attention_cache`.
+        cross_attention_cache: optional tensor `(B, 2, S, N, H)`,
+            keyword-only.
+        use_causal_mask: bool, keyword-only. Query `t` sees only targets
+            `s <= t`. Defaults to `True`.
+        return_attention_scores: bool, keyword-only. Also return the
+            attention weights. Defaults to `False`.
+        training: bool, keyword-only. Whether dropout is in effect.
 
     Returns:
-        `outputs` `(B, T, F)`; followed by the self-attention weights
-        `(B, N, T, T)` (or `(B, N, T, L)` with a cache) and the
-        cross-attention weights `(B, N, T, S)` when
-        `return_attention_scores=True`; followed by the updated
-        `self_attention_cache` when one is given.
+        `outputs` `(B, T, F)` alone by default; otherwise a tuple, in this
+        order: `outputs`; then, when `return_attention_scores=True`, the
+        self-attention weights `(B, N, T, T)` (`(B, N, T, L)` with a cache)
+        followed, in a block with cross-attention, by the cross-attention
+        weights `(B, N, T, S)`; then, exactly when `self_attention_cache`
+        is given, the updated self-attention cache. The cross-attention
+        cache is not returned (it does not change).
 
     Example:
 
@@ -91,6 +145,11 @@ class TransformerDecoderBlock(TransformerBlockBase):
     >>> source = keras.random.normal((2, 6, 8))
     >>> keras.ops.shape(block(target, source))
     (2, 4, 8)
+    >>> gpt_block = TransformerDecoderBlock(num_heads=2, intermediate_dim=16)
+    >>> keras.ops.shape(gpt_block(target))
+    (2, 4, 8)
+    >>> gpt_block.cross_attention is None
+    True
 
     Decoding one token at a time with caches:
 
@@ -109,13 +168,12 @@ class TransformerDecoderBlock(TransformerBlockBase):
     References:
         - [Vaswani et al., 2017](https://arxiv.org/abs/1706.03762),
           sections 3.1, 3.2.3 and 3.3.
+        - [Liu et al., 2018](https://arxiv.org/abs/1801.10198) (the
+          decoder-only Transformer).
     """
 
     def build(self, inputs_shape, encoder_outputs_shape=None):
         check_rank("inputs", inputs_shape, 3)
-        if encoder_outputs_shape is None:
-            encoder_outputs_shape = inputs_shape
-        check_rank("encoder_outputs", encoder_outputs_shape, 3)
         hidden_dim = inputs_shape[-1]
         key_dim = self.key_dim or _head_width(hidden_dim, self.num_heads)
         self.self_attention = self._attention("self_attention", key_dim, 0)
@@ -123,14 +181,21 @@ class TransformerDecoderBlock(TransformerBlockBase):
         self.self_attention_norm = self._norm("self_attention_norm")
         self.self_attention_norm.build(inputs_shape)
         self.self_attention_dropout = self._dropout("self_attention_dropout", 1)
-        self.cross_attention = self._attention("cross_attention", key_dim, 2)
-        self.cross_attention.build(inputs_shape, encoder_outputs_shape)
-        self.cross_attention_norm = self._norm("cross_attention_norm")
-        self.cross_attention_norm.build(inputs_shape)
-        self.cross_attention_dropout = self._dropout(
-            "cross_attention_dropout", 3
-        )
-        self._build_feedforward(inputs_shape, seed_offset=4)
+        self.cross_attention = None
+        self.cross_attention_norm = None
+        self.cross_attention_dropout = None
+        if encoder_outputs_shape is not None:
+            check_rank("encoder_outputs", encoder_outputs_shape, 3)
+            self.cross_attention = self._attention(
+                "cross_attention", key_dim, 2
+            )
+            self.cross_attention.build(inputs_shape, encoder_outputs_shape)
+            self.cross_attention_norm = self._norm("cross_attention_norm")
+            self.cross_attention_norm.build(inputs_shape)
+            self.cross_attention_dropout = self._dropout(
+                "cross_attention_dropout", 3
+            )
+        self._build_feedforward(inputs_shape, seed_offset=4, norm_last=True)
         self.built = True
 
     def _attention(self, name, key_dim, seed_offset):
@@ -158,48 +223,78 @@ class TransformerDecoderBlock(TransformerBlockBase):
         inputs,
         encoder_outputs=None,
         padding_mask=None,
+        attention_mask=None,
         encoder_padding_mask=None,
+        encoder_attention_mask=None,
+        *,
         self_attention_cache=None,
-        cross_attention_cache=None,
         cache_update_index=None,
+        cross_attention_cache=None,
+        use_causal_mask=True,
         return_attention_scores=False,
         training=None,
     ):
-        check_rank("inputs", static_shape(inputs), 3)
-        if encoder_outputs is None and cross_attention_cache is None:
-            raise ValueError(
-                "TransformerDecoderBlock needs `encoder_outputs` or a "
-                "`cross_attention_cache`. Received: encoder_outputs=None, "
-                "cross_attention_cache=None"
-            )
-        if self_attention_cache is not None and cache_update_index is None:
-            raise ValueError(
-                "With `self_attention_cache`, pass `cache_update_index`, the "
-                "position of the first token of `inputs`. Received: "
-                "cache_update_index=None"
-            )
-        shape = static_shape(inputs)
-        if self_attention_cache is None:
-            check_mask("padding_mask", padding_mask, shape[0], shape[1])
-        memory_shape = static_shape(encoder_outputs)
-        if cross_attention_cache is not None:
-            cache_shape = static_shape(cross_attention_cache)
-            memory_shape = (cache_shape[0], cache_shape[2])
-            memory_name = "cross_attention_cache"
-        else:
-            memory_name = "encoder_outputs"
-        check_mask(
-            "encoder_padding_mask",
+        self._check_call(
+            inputs,
+            encoder_outputs,
+            padding_mask,
+            attention_mask,
             encoder_padding_mask,
-            memory_shape[0],
-            memory_shape[1],
-            memory_name,
+            encoder_attention_mask,
+            self_attention_cache,
+            cache_update_index,
+            cross_attention_cache,
         )
-        scores = ()
+        # The implicit Keras masks are read before any cast drops them, and
+        # put back afterwards (the attention sublayers detach their inputs').
+        with kept_keras_masks(inputs, encoder_outputs) as implicit:
+            if self_attention_cache is None:
+                query_mask = key_mask = merge_masks(padding_mask, implicit[0])
+            else:
+                query_mask, key_mask = _cache_masks(
+                    padding_mask,
+                    implicit[0],
+                    self_attention_cache,
+                    cache_update_index,
+                    ops.shape(inputs)[1],
+                )
+            return self._decode(
+                inputs,
+                encoder_outputs,
+                query_mask,
+                key_mask,
+                attention_mask,
+                merge_masks(encoder_padding_mask, implicit[1]),
+                encoder_attention_mask,
+                self_attention_cache,
+                cache_update_index,
+                cross_attention_cache,
+                use_causal_mask,
+                return_attention_scores,
+                training,
+            )
 
+    def _decode(
+        self,
+        inputs,
+        encoder_outputs,
+        query_mask,
+        key_mask,
+        attention_mask,
+        encoder_padding_mask,
+        encoder_attention_mask,
+        self_attention_cache,
+        cache_update_index,
+        cross_attention_cache,
+        use_causal_mask,
+        return_attention_scores,
+        training,
+    ):
         inputs, encoder_outputs = floating_inputs(
             self.compute_dtype, inputs, encoder_outputs
         )
+        scores = ()
+
         # Causal self-attention, optionally over the cached prefix.
         x = inputs
         residual = x
@@ -208,11 +303,12 @@ class TransformerDecoderBlock(TransformerBlockBase):
         attended = self.self_attention(
             x,
             x,
-            query_mask=padding_mask,
-            value_mask=padding_mask,
+            query_mask=query_mask,
+            value_mask=key_mask,
+            attention_mask=attention_mask,
             cache=self_attention_cache,
             cache_update_index=cache_update_index,
-            use_causal_mask=True,
+            use_causal_mask=use_causal_mask,
             return_attention_scores=return_attention_scores,
             training=training,
         )
@@ -223,27 +319,31 @@ class TransformerDecoderBlock(TransformerBlockBase):
         if not self.norm_first:
             x = self.self_attention_norm(x)
 
-        # Encoder-decoder attention. With a cross-attention cache the value
-        # input is only shape-checked, so the queries stand in for it.
-        residual = x
-        if self.norm_first:
-            x = self.cross_attention_norm(x)
-        memory = encoder_outputs if encoder_outputs is not None else x
-        attended = self.cross_attention(
-            x,
-            memory,
-            query_mask=padding_mask,
-            value_mask=encoder_padding_mask,
-            cache=cross_attention_cache,
-            return_attention_scores=return_attention_scores,
-            training=training,
-        )
-        attended, _, scores = _unpack(
-            attended, cross_attention_cache, return_attention_scores, scores
-        )
-        x = residual + self.cross_attention_dropout(attended, training=training)
-        if not self.norm_first:
-            x = self.cross_attention_norm(x)
+        if self.cross_attention is not None:
+            # Encoder-decoder attention. With a cross-attention cache the
+            # value input is only shape-checked, so the queries stand in.
+            residual = x
+            if self.norm_first:
+                x = self.cross_attention_norm(x)
+            memory = encoder_outputs if encoder_outputs is not None else x
+            attended = self.cross_attention(
+                x,
+                memory,
+                query_mask=query_mask,
+                value_mask=encoder_padding_mask,
+                attention_mask=encoder_attention_mask,
+                cache=cross_attention_cache,
+                return_attention_scores=return_attention_scores,
+                training=training,
+            )
+            attended, _, scores = _unpack(
+                attended, cross_attention_cache, return_attention_scores, scores
+            )
+            x = residual + self.cross_attention_dropout(
+                attended, training=training
+            )
+            if not self.norm_first:
+                x = self.cross_attention_norm(x)
 
         x = self._feedforward(x, training)
         outputs = (x,) + scores
@@ -251,12 +351,110 @@ class TransformerDecoderBlock(TransformerBlockBase):
             outputs += (self_attention_cache,)
         return outputs[0] if len(outputs) == 1 else outputs
 
+    def _check_call(
+        self,
+        inputs,
+        encoder_outputs,
+        padding_mask,
+        attention_mask,
+        encoder_padding_mask,
+        encoder_attention_mask,
+        self_attention_cache,
+        cache_update_index,
+        cross_attention_cache,
+    ):
+        shape = static_shape(inputs)
+        check_rank("inputs", shape, 3)
+        cross_attention = getattr(self, "cross_attention", None)
+        if cross_attention is None:
+            given = {
+                "encoder_outputs": encoder_outputs,
+                "cross_attention_cache": cross_attention_cache,
+                "encoder_padding_mask": encoder_padding_mask,
+                "encoder_attention_mask": encoder_attention_mask,
+            }
+            for name, value in given.items():
+                if value is not None:
+                    raise ValueError(
+                        "This TransformerDecoderBlock is decoder-only: it "
+                        "was built without `encoder_outputs` and has no "
+                        "cross-attention, so it takes no encoder inputs. "
+                        f"Received: {name} with shape {static_shape(value)}"
+                    )
+        elif encoder_outputs is None and cross_attention_cache is None:
+            raise ValueError(
+                "This TransformerDecoderBlock was built with cross-attention "
+                "and needs `encoder_outputs` or a `cross_attention_cache`. "
+                "Received: encoder_outputs=None, cross_attention_cache=None"
+            )
+        if self_attention_cache is not None and cache_update_index is None:
+            raise ValueError(
+                "With `self_attention_cache`, pass `cache_update_index`, the "
+                "position of the first token of `inputs`. Received: "
+                "cache_update_index=None"
+            )
+        check_mask("inputs._keras_mask", keras_mask(inputs), shape[0], shape[1])
+        keys, keys_name = shape[1], "inputs"
+        if self_attention_cache is not None:
+            keys = static_shape(self_attention_cache)[2]
+            keys_name = "self_attention_cache (batch, cache_length)"
+        check_mask("padding_mask", padding_mask, shape[0], keys, keys_name)
+        check_dims(
+            "attention_mask",
+            static_shape(attention_mask),
+            (shape[0], shape[1], keys),
+            "(batch, target_length, target_length), or (batch, "
+            "target_length, cache_length) with a cache",
+        )
+        if cross_attention is None:
+            return
+        if cross_attention_cache is not None:
+            cache_shape = static_shape(cross_attention_cache)
+            memory_shape = (cache_shape[0], cache_shape[2])
+            memory_name = "cross_attention_cache"
+        else:
+            memory_shape = static_shape(encoder_outputs)
+            memory_name = "encoder_outputs"
+        check_mask(
+            "encoder_padding_mask",
+            encoder_padding_mask,
+            memory_shape[0],
+            memory_shape[1],
+            memory_name,
+        )
+        check_mask(
+            "encoder_outputs._keras_mask",
+            keras_mask(encoder_outputs),
+            memory_shape[0],
+            memory_shape[1],
+            memory_name,
+        )
+        check_dims(
+            "encoder_attention_mask",
+            static_shape(encoder_attention_mask),
+            (shape[0], shape[1], memory_shape[1]),
+            "(batch, target_length, source_length)",
+        )
+
     def compute_cross_attention_cache(self, encoder_outputs):
         """Projects `encoder_outputs` `(B, S, F)` once into keys and values.
 
         Returns a cache `(B, 2, S, N, H)` to pass as `cross_attention_cache`
         at every decoding step.
         """
+        if not self.built:
+            raise ValueError(
+                "Build the TransformerDecoderBlock (or call it once) before "
+                "computing a cross-attention cache. Received: encoder_outputs "
+                f"with shape {static_shape(encoder_outputs)}"
+            )
+        if self.cross_attention is None:
+            raise ValueError(
+                "This TransformerDecoderBlock is decoder-only (built without "
+                "`encoder_outputs`): it has no cross-attention cache. "
+                f"Received: encoder_outputs with shape "
+                f"{static_shape(encoder_outputs)}"
+            )
         return self.cross_attention.compute_cache(encoder_outputs)
 
     def compute_mask(self, inputs, mask=None):
@@ -267,13 +465,28 @@ class TransformerDecoderBlock(TransformerBlockBase):
         inputs,
         encoder_outputs=None,
         padding_mask=None,
+        attention_mask=None,
         encoder_padding_mask=None,
+        encoder_attention_mask=None,
+        *,
         self_attention_cache=None,
-        cross_attention_cache=None,
         cache_update_index=None,
+        cross_attention_cache=None,
+        use_causal_mask=True,
         return_attention_scores=False,
         training=None,
     ):
+        self._check_call(
+            inputs,
+            encoder_outputs,
+            padding_mask,
+            attention_mask,
+            encoder_padding_mask,
+            encoder_attention_mask,
+            self_attention_cache,
+            cache_update_index,
+            cross_attention_cache,
+        )
         dtype = self.compute_dtype
         batch, length = inputs.shape[0], inputs.shape[1]
         outputs = (keras.KerasTensor(inputs.shape, dtype=dtype),)
@@ -281,18 +494,21 @@ class TransformerDecoderBlock(TransformerBlockBase):
             keys = length
             if self_attention_cache is not None:
                 keys = self_attention_cache.shape[2]
-            if cross_attention_cache is not None:
-                sources = cross_attention_cache.shape[2]
-            else:
-                sources = encoder_outputs.shape[1]
             outputs += (
                 keras.KerasTensor(
                     (batch, self.num_heads, length, keys), dtype=dtype
                 ),
-                keras.KerasTensor(
-                    (batch, self.num_heads, length, sources), dtype=dtype
-                ),
             )
+            if self.cross_attention is not None:
+                if cross_attention_cache is not None:
+                    sources = cross_attention_cache.shape[2]
+                else:
+                    sources = encoder_outputs.shape[1]
+                outputs += (
+                    keras.KerasTensor(
+                        (batch, self.num_heads, length, sources), dtype=dtype
+                    ),
+                )
         if self_attention_cache is not None:
             outputs += (
                 keras.KerasTensor(
@@ -301,6 +517,27 @@ class TransformerDecoderBlock(TransformerBlockBase):
                 ),
             )
         return outputs[0] if len(outputs) == 1 else outputs
+
+
+def _cache_masks(padding_mask, implicit_mask, cache, index, length):
+    """Query mask `(B, T)` and key mask `(B, L)` with a self-attention cache.
+
+    `padding_mask` `(B, L)` marks the real cache slots; the new tokens sit
+    at slots `index` to `index + T`, where their Keras mask `(B, T)` is
+    ANDed in.
+    """
+    if padding_mask is None and implicit_mask is None:
+        return None, None
+    if padding_mask is None:
+        batch = ops.shape(implicit_mask)[0]
+        padding_mask = ops.ones((batch, ops.shape(cache)[2]), "bool")
+    padding_mask = ops.cast(padding_mask, "bool")
+    batch = ops.shape(padding_mask)[0]
+    query_mask = ops.slice(padding_mask, [0, index], [batch, length])
+    if implicit_mask is None:
+        return query_mask, padding_mask
+    query_mask = ops.logical_and(query_mask, ops.cast(implicit_mask, "bool"))
+    return query_mask, ops.slice_update(padding_mask, [0, index], query_mask)
 
 
 def _unpack(result, cache, return_attention_scores, scores):

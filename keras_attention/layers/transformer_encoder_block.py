@@ -1,7 +1,11 @@
 import keras
 
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
+from keras_attention.ops import merge_masks
 from keras_attention.utils.dtypes import floating_inputs
+from keras_attention.utils.masks import kept_keras_masks
+from keras_attention.utils.masks import keras_mask
+from keras_attention.utils.validation import check_dims
 from keras_attention.utils.validation import check_mask
 from keras_attention.utils.validation import check_positive_int
 from keras_attention.utils.validation import check_rank
@@ -22,8 +26,11 @@ class TransformerBlockBase(keras.layers.Layer):
     """Constructor, feed-forward sublayer and config shared by the encoder
     and decoder blocks; see `TransformerEncoderBlock` for the arguments."""
 
+    # Keyword-only: keras-hub's blocks take `(intermediate_dim, num_heads)`
+    # positionally, in the other order, so a positional port must fail.
     def __init__(
         self,
+        *,
         num_heads,
         intermediate_dim,
         key_dim=None,
@@ -63,10 +70,14 @@ class TransformerBlockBase(keras.layers.Layer):
             name=name,
         )
 
-    def _build_feedforward(self, inputs_shape, seed_offset):
+    def _build_feedforward(self, inputs_shape, seed_offset, norm_last=False):
+        # `norm_last` only moves the norm's weights after the dense layers'
+        # in `weights` (keras-hub's decoder order); the norm's initial
+        # values are constants, so no random draw changes.
         hidden_dim = inputs_shape[-1]
-        self.feedforward_norm = self._norm("feedforward_norm")
-        self.feedforward_norm.build(inputs_shape)
+        if not norm_last:
+            self.feedforward_norm = self._norm("feedforward_norm")
+            self.feedforward_norm.build(inputs_shape)
         self.feedforward_intermediate_dense = keras.layers.Dense(
             self.intermediate_dim,
             activation=self.activation,
@@ -86,6 +97,9 @@ class TransformerBlockBase(keras.layers.Layer):
         self.feedforward_output_dense.build(
             tuple(inputs_shape[:-1]) + (self.intermediate_dim,)
         )
+        if norm_last:
+            self.feedforward_norm = self._norm("feedforward_norm")
+            self.feedforward_norm.build(inputs_shape)
         self.feedforward_dropout = keras.layers.Dropout(
             self.dropout,
             seed=sublayer_seed(self.seed, seed_offset),
@@ -150,12 +164,25 @@ class TransformerEncoderBlock(TransformerBlockBase):
     A pre-norm stack needs a final layer norm after its last block; the
     `Transformer` model adds it.
 
-    Masking: `padding_mask` `(B, T)` marks real tokens (`True`). Padded
-    tokens get zero attention weight as keys; as queries they get a zero
-    attention output, so their outputs are defined (finite) but meaningless.
-    `attention_mask` `(B, T, T)` further restricts which key each query
-    sees. Keras masks are not read: pass `padding_mask` explicitly (the
-    `Transformer` model does).
+    Masking: the padding mask `(B, T)` is the AND of `padding_mask` and the
+    Keras mask of `inputs` (for example from an embedding with
+    `mask_zero=True`); either may be absent. Padded tokens get zero
+    attention weight as keys; as queries they get a zero attention output,
+    so their outputs are defined (finite) but meaningless. `attention_mask`
+    `(B, T, T)` further restricts which key each query sees. A query with
+    no key left gets a zero attention output. The output carries the Keras
+    mask of `inputs` on.
+
+    Relation to keras-hub: this is the computation of
+    `keras_hub.layers.TransformerEncoder`, with the weights in the same
+    order, so `ours.set_weights(theirs.get_weights())` reproduces its
+    outputs at real tokens (keras-hub masks padded tokens as keys only, so
+    padded outputs differ). Its `normalize_first` is `norm_first`, its one
+    `dropout` is our `dropout` plus `attention_dropout`, and its
+    `layer_norm_epsilon` defaults to `1e-5`. keras-hub takes
+    `(intermediate_dim, num_heads)` positionally; here every constructor
+    argument is keyword-only, so a positional port fails with a
+    `TypeError` instead of building other shapes.
 
     Args:
         num_heads: int. Number of attention heads, `N`.
@@ -180,13 +207,14 @@ class TransformerEncoderBlock(TransformerBlockBase):
     Call arguments:
         inputs: float tensor `(B, T, F)`.
         padding_mask: optional boolean tensor `(B, T)`, `True` = real token.
-        attention_mask: optional boolean tensor `(B, T, T)`.
-        return_attention_scores: bool. Also return the attention weights.
-        training: bool. Whether dropout is in effect.
+        attention_mask: optional boolean tensor `(B, T, T)`, `True` = attend.
+        return_attention_scores: bool, keyword-only. Also return the
+            attention weights. Defaults to `False`.
+        training: bool, keyword-only. Whether dropout is in effect.
 
     Returns:
-        `outputs` `(B, T, F)`, or `(outputs, weights)` with weights
-        `(B, N, T, T)` when `return_attention_scores=True`.
+        `outputs` `(B, T, F)`; or `(outputs, weights)` with the attention
+        weights `(B, N, T, T)` when `return_attention_scores=True`.
 
     Example:
 
@@ -196,12 +224,16 @@ class TransformerEncoderBlock(TransformerBlockBase):
     >>> keras.ops.shape(y)
     (2, 5, 8)
 
-    In a model:
+    In a model, the padding mask coming from the embedding:
 
     ```python
     tokens = keras.Input((None,), dtype="int32")
-    x = TokenAndPositionEmbedding(8000, embedding_dim=256)(tokens)
-    x = TransformerEncoderBlock(4, 1024)(x, padding_mask=tokens != 0)
+    embedding = TokenAndPositionEmbedding(
+        8000, embedding_dim=256, mask_zero=True
+    )
+    x = TransformerEncoderBlock(num_heads=4, intermediate_dim=1024)(
+        embedding(tokens)
+    )
     ```
 
     References:
@@ -241,12 +273,30 @@ class TransformerEncoderBlock(TransformerBlockBase):
         inputs,
         padding_mask=None,
         attention_mask=None,
+        *,
         return_attention_scores=False,
         training=None,
     ):
-        shape = static_shape(inputs)
-        check_rank("inputs", shape, 3)
-        check_mask("padding_mask", padding_mask, shape[0], shape[1])
+        self._check_call(inputs, padding_mask, attention_mask)
+        # The implicit Keras mask is read before any cast drops it, and put
+        # back afterwards (the attention sublayer detaches its inputs').
+        with kept_keras_masks(inputs) as (implicit,):
+            return self._encode(
+                inputs,
+                merge_masks(padding_mask, implicit),
+                attention_mask,
+                return_attention_scores,
+                training,
+            )
+
+    def _encode(
+        self,
+        inputs,
+        padding_mask,
+        attention_mask,
+        return_attention_scores,
+        training,
+    ):
         x = inputs = floating_inputs(self.compute_dtype, inputs)
         residual = x
         if self.norm_first:
@@ -270,6 +320,18 @@ class TransformerEncoderBlock(TransformerBlockBase):
             return x, scores
         return x
 
+    def _check_call(self, inputs, padding_mask, attention_mask):
+        shape = static_shape(inputs)
+        check_rank("inputs", shape, 3)
+        check_mask("padding_mask", padding_mask, shape[0], shape[1])
+        check_mask("inputs._keras_mask", keras_mask(inputs), shape[0], shape[1])
+        check_dims(
+            "attention_mask",
+            static_shape(attention_mask),
+            (shape[0], shape[1], shape[1]),
+            "(batch, length, length)",
+        )
+
     def compute_mask(self, inputs, mask=None):
         return mask
 
@@ -278,9 +340,11 @@ class TransformerEncoderBlock(TransformerBlockBase):
         inputs,
         padding_mask=None,
         attention_mask=None,
+        *,
         return_attention_scores=False,
         training=None,
     ):
+        self._check_call(inputs, padding_mask, attention_mask)
         output = keras.KerasTensor(inputs.shape, dtype=self.compute_dtype)
         if not return_attention_scores:
             return output

@@ -9,6 +9,9 @@ from keras_attention.models.resan import ReSANRelatedness
 from keras_attention.models.resan import relatedness_target
 from keras_attention.models.resan import resan_encoder
 from keras_attention.models.transformer import Transformer
+from keras_attention.models.transformer_language_model import (
+    TransformerLanguageModel,
+)
 
 __all__ = [
     "ReSANClassifier",
@@ -16,6 +19,7 @@ __all__ = [
     "relatedness_target",
     "resan_encoder",
     "Transformer",
+    "TransformerLanguageModel",
     "bag_of_words_model",
     "decomposable_attention_model",
 ]

@@ -152,20 +152,17 @@ class Transformer(keras.Model):
         dtype=None,
         **kwargs,
     ):
-        check_positive_int("vocabulary_size", vocabulary_size)
-        check_positive_int("num_layers", num_layers)
-        check_positive_int("hidden_dim", hidden_dim)
-        check_positive_int("num_heads", num_heads)
-        check_positive_int("intermediate_dim", intermediate_dim)
-        check_positive_int("max_sequence_length", max_sequence_length)
-        check_rate("dropout", dropout)
-        check_rate("attention_dropout", attention_dropout)
-        check_choice("position", position, ("sinusoidal", "learned"))
-        if hidden_dim % num_heads:
-            raise ValueError(
-                "`hidden_dim` must be divisible by `num_heads`. Received: "
-                f"hidden_dim={hidden_dim}, num_heads={num_heads}"
-            )
+        check_arguments(
+            vocabulary_size=vocabulary_size,
+            num_layers=num_layers,
+            hidden_dim=hidden_dim,
+            num_heads=num_heads,
+            intermediate_dim=intermediate_dim,
+            dropout=dropout,
+            attention_dropout=attention_dropout,
+            position=position,
+            max_sequence_length=max_sequence_length,
+        )
 
         def seed_at(offset):
             return None if seed is None else seed + 10 * offset
@@ -274,10 +271,7 @@ class Transformer(keras.Model):
             vocabulary_size: int. Size of the shared vocabulary.
             **kwargs: override any constructor argument.
         """
-        check_choice("preset", preset, tuple(PRESETS))
-        config = copy.deepcopy(PRESETS[preset])
-        config.update(kwargs)
-        return cls(vocabulary_size=vocabulary_size, **config)
+        return model_from_preset(cls, preset, vocabulary_size, kwargs)
 
     def encode(self, encoder_token_ids):
         """Runs the encoder (inference mode).
@@ -375,30 +369,79 @@ class Transformer(keras.Model):
         return logits, ops.stack(caches, axis=1)
 
     def get_config(self):
-        # Only the constructor arguments: the graph is rebuilt from them.
-        return {
-            "vocabulary_size": self.vocabulary_size,
-            "num_layers": self.num_layers,
-            "hidden_dim": self.hidden_dim,
-            "num_heads": self.num_heads,
-            "intermediate_dim": self.intermediate_dim,
-            "dropout": self.dropout,
-            "attention_dropout": self.attention_dropout,
-            "norm_first": self.norm_first,
-            "position": self.position,
-            "max_sequence_length": self.max_sequence_length,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-            "seed": self.seed,
-            "name": self.name,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-        }
+        return model_config(self)
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        if isinstance(config.get("dtype"), dict):
-            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return cls(**config)
+        return model_from_config(cls, config)
+
+
+# The constructor arguments of `Transformer` and `TransformerLanguageModel`
+# after `self`, in order; a config holds them and `name` and `dtype`.
+ARGUMENTS = (
+    "vocabulary_size",
+    "num_layers",
+    "hidden_dim",
+    "num_heads",
+    "intermediate_dim",
+    "dropout",
+    "attention_dropout",
+    "norm_first",
+    "position",
+    "max_sequence_length",
+    "layer_norm_epsilon",
+    "seed",
+)
+
+
+def check_arguments(
+    vocabulary_size,
+    num_layers,
+    hidden_dim,
+    num_heads,
+    intermediate_dim,
+    dropout,
+    attention_dropout,
+    position,
+    max_sequence_length,
+):
+    """Validates the sizes and rates shared by the Transformer models."""
+    check_positive_int("vocabulary_size", vocabulary_size)
+    check_positive_int("num_layers", num_layers)
+    check_positive_int("hidden_dim", hidden_dim)
+    check_positive_int("num_heads", num_heads)
+    check_positive_int("intermediate_dim", intermediate_dim)
+    check_positive_int("max_sequence_length", max_sequence_length)
+    check_rate("dropout", dropout)
+    check_rate("attention_dropout", attention_dropout)
+    check_choice("position", position, ("sinusoidal", "learned"))
+    if hidden_dim % num_heads:
+        raise ValueError(
+            "`hidden_dim` must be divisible by `num_heads`. Received: "
+            f"hidden_dim={hidden_dim}, num_heads={num_heads}"
+        )
+
+
+def model_from_preset(cls, preset, vocabulary_size, overrides):
+    check_choice("preset", preset, tuple(PRESETS))
+    config = copy.deepcopy(PRESETS[preset])
+    config.update(overrides)
+    return cls(vocabulary_size=vocabulary_size, **config)
+
+
+def model_config(model):
+    # Only the constructor arguments: the graph is rebuilt from them.
+    config = {name: getattr(model, name) for name in ARGUMENTS}
+    config["name"] = model.name
+    config["dtype"] = keras.dtype_policies.serialize(model.dtype_policy)
+    return config
+
+
+def model_from_config(cls, config):
+    config = dict(config)
+    if isinstance(config.get("dtype"), dict):
+        config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+    return cls(**config)
 
 
 # The forward pass, shared by the functional graph (built from the layers

@@ -49,6 +49,15 @@ def built_mha_then(query, value):
     return layer(query, value)
 
 
+def decoder_block_built(with_encoder):
+    block = layers.TransformerDecoderBlock(num_heads=2, intermediate_dim=16)
+    if with_encoder:
+        block(X, X)
+    else:
+        block(X)
+    return block
+
+
 def small_transformer(**overrides):
     config = dict(
         vocabulary_size=12,
@@ -69,6 +78,19 @@ def shared_transformer():
     if not _TRANSFORMER:
         _TRANSFORMER.append(small_transformer())
     return _TRANSFORMER[0]
+
+
+def small_language_model(**overrides):
+    config = dict(
+        vocabulary_size=12,
+        num_layers=1,
+        hidden_dim=8,
+        num_heads=2,
+        intermediate_dim=8,
+        max_sequence_length=8,
+    )
+    config.update(overrides)
+    return models.TransformerLanguageModel(**config)
 
 
 def load_app(name):
@@ -157,7 +179,7 @@ CASES = {
         "max_distance=0",
     ),
     "encoder_block_intermediate_dim_zero": Case(
-        lambda: layers.TransformerEncoderBlock(2, 0),
+        lambda: layers.TransformerEncoderBlock(num_heads=2, intermediate_dim=0),
         ValueError,
         "intermediate_dim",
         "intermediate_dim=0",
@@ -278,29 +300,37 @@ CASES = {
         "(2, 4)",
     ),
     "encoder_block_padding_mask_wrong_length": Case(
-        lambda: layers.TransformerEncoderBlock(2, 16)(
-            X, padding_mask=SHORT_MASK
-        ),
+        lambda: layers.TransformerEncoderBlock(
+            num_heads=2, intermediate_dim=16
+        )(X, padding_mask=SHORT_MASK),
         ValueError,
         "padding_mask",
         "(2, 4)",
     ),
     "encoder_block_heads_do_not_divide_width": Case(
-        lambda: layers.TransformerEncoderBlock(3, 16)(X),
+        lambda: layers.TransformerEncoderBlock(
+            num_heads=3, intermediate_dim=16
+        )(X),
         ValueError,
         "num_heads",
         "num_heads=3",
     ),
     "decoder_block_without_encoder_outputs": Case(
-        lambda: layers.TransformerDecoderBlock(2, 16)(X),
+        lambda: decoder_block_built(with_encoder=True)(X),
         ValueError,
         "encoder_outputs",
         "encoder_outputs=None",
     ),
+    "decoder_only_block_with_encoder_outputs": Case(
+        lambda: decoder_block_built(with_encoder=False)(X, X),
+        ValueError,
+        "encoder_outputs",
+        "(2, 5, 8)",
+    ),
     "decoder_block_encoder_padding_mask_wrong_length": Case(
-        lambda: layers.TransformerDecoderBlock(2, 16)(
-            X, X, encoder_padding_mask=SHORT_MASK
-        ),
+        lambda: layers.TransformerDecoderBlock(
+            num_heads=2, intermediate_dim=16
+        )(X, X, encoder_padding_mask=SHORT_MASK),
         ValueError,
         "encoder_padding_mask",
         "(2, 4)",
@@ -350,6 +380,12 @@ CASES = {
         ValueError,
         "preset",
         "preset='huge'",
+    ),
+    "language_model_width_not_divisible_by_heads": Case(
+        lambda: small_language_model(hidden_dim=9),
+        ValueError,
+        "hidden_dim",
+        "hidden_dim=9",
     ),
     "transformer_missing_decoder_input": Case(
         lambda: shared_transformer()(
@@ -480,6 +516,14 @@ CASES = {
         ValueError,
         "encoder_token_ids",
         "(1, 12)",
+    ),
+    "greedy_search_prompt_leaves_no_room": Case(
+        lambda: decoding.greedy_search(
+            small_language_model(), np.ones((1, 8), "int32"), 2, 3
+        ),
+        ValueError,
+        "encoder_token_ids",
+        "(1, 8)",
     ),
     # --- data loaders ---
     "sick_unknown_split": Case(

@@ -40,11 +40,15 @@ LAYERS = {
     "IntraSentenceAttention": (lambda: layers.IntraSentenceAttention(), (X,)),
     "FusionGate": (lambda: layers.FusionGate(), (X, X)),
     "TransformerEncoderBlock": (
-        lambda: layers.TransformerEncoderBlock(2, 16),
+        lambda: layers.TransformerEncoderBlock(
+            num_heads=2, intermediate_dim=16
+        ),
         (X,),
     ),
     "TransformerDecoderBlock": (
-        lambda: layers.TransformerDecoderBlock(2, 16),
+        lambda: layers.TransformerDecoderBlock(
+            num_heads=2, intermediate_dim=16
+        ),
         (X, Y),
     ),
 }

@@ -197,12 +197,16 @@ SPECS = {
         masked_keys,
     ),
     "TransformerEncoderBlock": (
-        lambda dtype: layers.TransformerEncoderBlock(2, 16, dtype=dtype),
+        lambda dtype: layers.TransformerEncoderBlock(
+            num_heads=2, intermediate_dim=16, dtype=dtype
+        ),
         run_encoder_block,
         masked_keys,
     ),
     "TransformerDecoderBlock": (
-        lambda dtype: layers.TransformerDecoderBlock(2, 16, dtype=dtype),
+        lambda dtype: layers.TransformerDecoderBlock(
+            num_heads=2, intermediate_dim=16, dtype=dtype
+        ),
         run_decoder_block,
         masked_keys,
     ),

@@ -1,0 +1,286 @@
+"""A decoder-only (GPT-style) Transformer language model."""
+
+import types
+
+import keras
+from keras import ops
+
+from keras_attention.layers.token_and_position_embedding import (
+    TokenAndPositionEmbedding,
+)
+from keras_attention.layers.transformer_decoder_block import (
+    TransformerDecoderBlock,
+)
+from keras_attention.models.transformer import check_arguments
+from keras_attention.models.transformer import model_config
+from keras_attention.models.transformer import model_from_config
+from keras_attention.models.transformer import model_from_preset
+
+TOKEN_INPUT = "token_ids"
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class TransformerLanguageModel(keras.Model):
+    """Decoder-only Transformer language model with tied output weights.
+
+    ```
+    x = dropout(embedding(token_ids))                    # (B, T, F)
+    for block in decoder_blocks: x = block(x, padding_mask)  # causal
+    logits = x @ transpose(embedding.token_embeddings)   # (B, T, V)
+    ```
+
+    A stack of decoder-only `TransformerDecoderBlock`s (causal
+    self-attention and a feed-forward net, no cross-attention) between one
+    `TokenAndPositionEmbedding` and, through the same embedding with
+    `reverse=True`, the logits: the input and output embeddings are tied,
+    with token embeddings scaled by `sqrt(F)`. It is the decoder of
+    `Transformer` without its encoder.
+
+    Token id `0` is padding. The model takes token ids `(B, T)` and returns
+    logits `(B, T, V)` for the next token at every position, so it trains
+    with `fit(token_ids[:, :-1], token_ids[:, 1:])`. The padding mask is
+    computed from the ids; padded positions give finite, meaningless
+    logits, which the loss ignores (for example with `sample_weight`).
+
+    For decoding, `initial_cache`, `decode_step` (one token, with the
+    self-attention cache) and `decode` (the whole stack, no cache) expose
+    the parts; `keras_attention.decoding.greedy_search` and `beam_search`
+    take the prompts as their `encoder_token_ids` and return the
+    continuations.
+
+    Args:
+        vocabulary_size: int. Size of the vocabulary, `V`.
+        num_layers: int. Decoder blocks. Defaults to `6`.
+        hidden_dim: int. Model width `F`. Defaults to `512`.
+        num_heads: int. Attention heads. Defaults to `8`.
+        intermediate_dim: int. Feed-forward width. Defaults to `2048`.
+        dropout: float. Residual and embedding dropout. Defaults to `0.1`.
+        attention_dropout: float. Dropout on attention weights. Defaults to
+            `0.0`.
+        norm_first: bool. Pre-norm blocks (with a final layer norm after
+            the stack, as in GPT-2) instead of post-norm. Defaults to
+            `False`.
+        position: str. `"sinusoidal"` or `"learned"`. Defaults to
+            `"sinusoidal"`.
+        max_sequence_length: int. Longest sequence (prompt and
+            continuation) the model accepts. Defaults to `256`.
+        layer_norm_epsilon: float. Defaults to `1e-6`.
+        seed: int. Seed for dropout. Defaults to `None`.
+        **kwargs: `keras.Model` arguments (`name`, `dtype`).
+
+    Example:
+
+    >>> model = TransformerLanguageModel(vocabulary_size=50, num_layers=1,
+    ...                                  hidden_dim=16, num_heads=2,
+    ...                                  intermediate_dim=32)
+    >>> logits = model(keras.ops.ones((2, 7), "int32"))
+    >>> keras.ops.shape(logits)
+    (2, 7, 50)
+
+    Training and a continuation of two prompts:
+
+    ```python
+    model = TransformerLanguageModel.from_preset("tiny", vocabulary_size=V)
+    model.compile(
+        optimizer="adam",
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
+    model.fit(sequences[:, :-1], sequences[:, 1:], epochs=10)
+    prompts = np.array([[5, 6, 7], [8, 9, 0]])  # right-padded with 0
+    continuations = keras_attention.decoding.greedy_search(
+        model, prompts, start_id=1, end_id=2, max_extra_length=20
+    )
+    ```
+
+    References:
+        - [Liu et al., 2018](https://arxiv.org/abs/1801.10198) (the
+          decoder-only Transformer).
+        - [Vaswani et al., 2017](https://arxiv.org/abs/1706.03762).
+        - [Press and Wolf, 2017](https://arxiv.org/abs/1608.05859).
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        num_layers=6,
+        hidden_dim=512,
+        num_heads=8,
+        intermediate_dim=2048,
+        dropout=0.1,
+        attention_dropout=0.0,
+        norm_first=False,
+        position="sinusoidal",
+        max_sequence_length=256,
+        layer_norm_epsilon=1e-6,
+        seed=None,
+        dtype=None,
+        **kwargs,
+    ):
+        check_arguments(
+            vocabulary_size=vocabulary_size,
+            num_layers=num_layers,
+            hidden_dim=hidden_dim,
+            num_heads=num_heads,
+            intermediate_dim=intermediate_dim,
+            dropout=dropout,
+            attention_dropout=attention_dropout,
+            position=position,
+            max_sequence_length=max_sequence_length,
+        )
+
+        def seed_at(offset):
+            return None if seed is None else seed + 10 * offset
+
+        # === Layers ===
+        # Created before the functional graph and assigned afterwards (torch
+        # modules take no attributes before their constructor ran).
+        token_embedding = TokenAndPositionEmbedding(
+            vocabulary_size,
+            embedding_dim=hidden_dim,
+            sequence_length=max_sequence_length,
+            position=position,
+            dtype=dtype,
+            name="token_embedding",
+        )
+        embedding_dropout = keras.layers.Dropout(
+            dropout, seed=seed_at(1), dtype=dtype, name="embedding_dropout"
+        )
+        decoder_blocks = [
+            TransformerDecoderBlock(
+                num_heads=num_heads,
+                intermediate_dim=intermediate_dim,
+                dropout=dropout,
+                attention_dropout=attention_dropout,
+                layer_norm_epsilon=layer_norm_epsilon,
+                norm_first=norm_first,
+                seed=seed_at(3 + i),
+                dtype=dtype,
+                name=f"decoder_block_{i}",
+            )
+            for i in range(num_layers)
+        ]
+        decoder_norm = None
+        if norm_first:
+            decoder_norm = keras.layers.LayerNormalization(
+                epsilon=layer_norm_epsilon, dtype=dtype, name="decoder_norm"
+            )
+        parts = types.SimpleNamespace(
+            token_embedding=token_embedding,
+            embedding_dropout=embedding_dropout,
+            decoder_blocks=decoder_blocks,
+            decoder_norm=decoder_norm,
+        )
+
+        # === Functional model ===
+        # Called without encoder inputs, the blocks build decoder-only.
+        token_ids = keras.Input((None,), dtype="int32", name=TOKEN_INPUT)
+        logits = _forward(parts, token_ids, None)
+        super().__init__(
+            inputs=token_ids, outputs=logits, dtype=dtype, **kwargs
+        )
+
+        for name, value in vars(parts).items():
+            setattr(self, name, value)
+
+        # === Config ===
+        self.vocabulary_size = vocabulary_size
+        self.num_layers = num_layers
+        self.hidden_dim = hidden_dim
+        self.num_heads = num_heads
+        self.intermediate_dim = intermediate_dim
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.norm_first = norm_first
+        self.position = position
+        self.max_sequence_length = max_sequence_length
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.seed = seed
+
+    @classmethod
+    def from_preset(cls, preset, vocabulary_size, **kwargs):
+        """Builds a model with the sizes of a preset.
+
+        Args:
+            preset: str. One of `"base"`, `"big"`, `"small"` or `"tiny"`:
+                the block sizes of `Transformer`'s presets.
+            vocabulary_size: int. Size of the vocabulary.
+            **kwargs: override any constructor argument.
+        """
+        return model_from_preset(cls, preset, vocabulary_size, kwargs)
+
+    def decode(self, token_ids):
+        """Runs the whole stack on `token_ids` `(B, T)`, no cache.
+
+        Returns logits `(B, T, V)` (inference mode).
+        """
+        token_ids = ops.convert_to_tensor(token_ids, "int32")
+        return _forward(self, token_ids, False)
+
+    def initial_cache(self, batch_size, max_length):
+        """An empty self-attention cache for `decode_step`.
+
+        Args:
+            batch_size: int. Number of sequences decoded together.
+            max_length: int. Number of positions the cache holds.
+
+        Returns:
+            Zeros of shape `(B, num_layers, 2, max_length, N, H)`.
+        """
+        head_width = self.hidden_dim // self.num_heads
+        shape = (
+            batch_size,
+            self.num_layers,
+            2,
+            max_length,
+            self.num_heads,
+            head_width,
+        )
+        return ops.zeros(shape, dtype=self.compute_dtype)
+
+    def decode_step(self, token_ids, index, self_attention_cache):
+        """Decodes the tokens at positions `index, index + 1, ...`.
+
+        Args:
+            token_ids: int tensor `(B, T)`, usually `T = 1`.
+            index: int or scalar int tensor, the position of the first one.
+            self_attention_cache: `(B, num_layers, 2, L, N, H)`.
+
+        Returns:
+            `(logits, self_attention_cache)`: logits `(B, T, V)` for the
+            next tokens and the updated cache.
+        """
+        x = self.token_embedding(token_ids, start_index=index)
+        caches = []
+        for i, block in enumerate(self.decoder_blocks):
+            x, cache = block(
+                x,
+                self_attention_cache=self_attention_cache[:, i],
+                cache_update_index=index,
+                training=False,
+            )
+            caches.append(cache)
+        if self.decoder_norm is not None:
+            x = self.decoder_norm(x)
+        logits = self.token_embedding(x, reverse=True)
+        return logits, ops.stack(caches, axis=1)
+
+    def get_config(self):
+        return model_config(self)
+
+    @classmethod
+    def from_config(cls, config):
+        return model_from_config(cls, config)
+
+
+# The forward pass, shared by the functional graph (built from the layers
+# before the model exists) and by `decode`.
+def _forward(parts, token_ids, training):
+    # (B, T) -> (B, T, F) -> (B, T, V)
+    mask = ops.not_equal(token_ids, 0)
+    x = parts.token_embedding(token_ids)
+    x = parts.embedding_dropout(x, training=training)
+    for block in parts.decoder_blocks:
+        x = block(x, padding_mask=mask, training=training)
+    if parts.decoder_norm is not None:
+        x = parts.decoder_norm(x)
+    return parts.token_embedding(x, reverse=True)
