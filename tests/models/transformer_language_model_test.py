@@ -202,7 +202,7 @@ def test_trains_on_a_copy_task_and_decodes_the_copy():
         max_sequence_length=16,
     )
     model.compile(
-        optimizer=keras.optimizers.Adam(1e-2),
+        optimizer=keras.optimizers.Adam(3e-3),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
     )
     history = model.fit(
@@ -210,7 +210,7 @@ def test_trains_on_a_copy_task_and_decodes_the_copy():
         targets,
         sample_weight=weights,
         batch_size=64,
-        epochs=10,
+        epochs=20,
         verbose=0,
     )
     losses = history.history["loss"]
