@@ -481,17 +481,8 @@ class MultiHeadAttention(keras.layers.Layer):
                 "access attention scores. Received: flash_attention=True, "
                 "return_attention_scores=True"
             )
-        if len(query.shape) == 4:
-            return self._attend(
-                query,
-                key,
-                value,
-                attention_mask,
-                training,
-                return_attention_scores,
-                use_causal_mask,
-            )
-        return self._attend_folded(
+        attend = self._attend if len(query.shape) == 4 else self._attend_folded
+        return attend(
             query,
             key,
             value,
