@@ -6,6 +6,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BACKENDS ?= tensorflow jax torch
+# tensorflow runs the fast subset several times faster than jax on a CPU
+# (jax compiles every new shape); CONTRIBUTING.md has the timings.
+FAST_BACKEND ?= tensorflow
 
 LINTED := keras_attention tests benchmarks applications tutorials docs
 
@@ -22,6 +25,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) tests/run_backends.py $(BACKENDS)
+
+# One backend, without the tests marked slow (tests/conftest.py): for the
+# edit-and-rerun loop; `make test` is the full suite CI runs.
+test-fast: $(STAMP)
+	$(PY) tests/run_backends.py $(FAST_BACKEND) -- -m "not slow"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check $(LINTED)
