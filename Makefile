@@ -6,8 +6,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BACKENDS ?= tensorflow jax torch
-# tensorflow runs the fast subset several times faster than jax on a CPU
-# (jax compiles every new shape); CONTRIBUTING.md has the timings.
+# tensorflow ran the fast subset about 5 times faster than jax on the 2-core
+# machine; CONTRIBUTING.md has the timings.
 FAST_BACKEND ?= tensorflow
 
 LINTED := keras_attention tests benchmarks applications tutorials docs
