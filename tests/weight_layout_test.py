@@ -16,14 +16,14 @@ IDS = np.zeros((2, 5), "int32")
 
 def attention_layout(name):
     return [
-        (f"{name}/query_dense/kernel", (8, 2, 4)),
-        (f"{name}/query_dense/bias", (2, 4)),
-        (f"{name}/key_dense/kernel", (8, 2, 4)),
-        (f"{name}/key_dense/bias", (2, 4)),
-        (f"{name}/value_dense/kernel", (8, 2, 4)),
-        (f"{name}/value_dense/bias", (2, 4)),
-        (f"{name}/output_dense/kernel", (2, 4, 8)),
-        (f"{name}/output_dense/bias", (8,)),
+        (f"{name}/query/kernel", (8, 2, 4)),
+        (f"{name}/query/bias", (2, 4)),
+        (f"{name}/key/kernel", (8, 2, 4)),
+        (f"{name}/key/bias", (2, 4)),
+        (f"{name}/value/kernel", (8, 2, 4)),
+        (f"{name}/value/bias", (2, 4)),
+        (f"{name}/attention_output/kernel", (2, 4, 8)),
+        (f"{name}/attention_output/bias", (8,)),
     ]
 
 

@@ -41,6 +41,12 @@ builders = {
             intermediate_dim=16, max_sequence_length=8, seed=1),
         {"encoder_token_ids": ids, "decoder_token_ids": ids[:, :4].copy()},
     ),
+    "TransformerLanguageModel": (
+        lambda: models.TransformerLanguageModel(
+            vocabulary_size=12, num_layers=1, hidden_dim=8, num_heads=2,
+            intermediate_dim=16, max_sequence_length=8, seed=1),
+        ids,
+    ),
     "decomposable_attention_model": (
         lambda: models.decomposable_attention_model(
             vocabulary_size=12, embedding_dim=8, hidden_dim=8,
@@ -88,6 +94,7 @@ print("saved", len(builders))
 
 MODELS = [
     "transformer",
+    "TransformerLanguageModel",
     "decomposable_attention_model",
     "bag_of_words_model",
     "resan_encoder",

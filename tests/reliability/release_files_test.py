@@ -62,9 +62,14 @@ def test_upgraded_attention_stack_loads_unchanged(tmp_path, recorded):
     assert renamed == 1
     with pytest.warns(DeprecationWarning, match="window_size"):
         model = keras.saving.load_model(upgraded, safe_mode=True)
+    # Real tokens only: since 0.2 the Transformer blocks read the Keras mask
+    # of the embedding (release 0.1 ignored it inside the blocks), which
+    # changes the defined-but-meaningless outputs at padded positions.
+    real = recorded["stack_tokens"] != 0
+    assert not real.all()
     np.testing.assert_allclose(
-        to_numpy(model(recorded["stack_tokens"])),
-        recorded["stack_outputs"],
+        to_numpy(model(recorded["stack_tokens"]))[real],
+        recorded["stack_outputs"][real],
         atol=1e-5,
     )
     local = model.get_layer("local")
