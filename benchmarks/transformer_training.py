@@ -30,6 +30,23 @@ groups of `--steps` steps alternate ours, keras_hub, ours, ... for
 `--repeats` rounds; throughput = real (non-padding) target tokens / time
 per group; medians are reported.
 
+Achieved GFLOP/s counts the model's matrix products, from its sizes and the
+padded batch shapes (`matmul_flops`): per layer the query/key/value/output
+projections, the two attention products (scores and weighted values), the
+cross-attention's, the feed-forward's two products, and the output
+projection onto the vocabulary; a training step is three times the forward
+count (the backward pass of a product is two products of the same size).
+Embedding look-ups, softmax, norms and the optimizer are not counted, so the
+figure is a lower bound on the work done. The peak is measured in the same
+run and the same precision: the median GFLOP/s of a jit-compiled square
+matrix product (`--peak-size`, default 2048) on this backend. The fraction
+of peak is achieved over peak.
+
+`--precision mixed_bfloat16` builds both models under that dtype policy
+(float32 variables, bfloat16 compute, the loss in float32); the peak is then
+measured in bfloat16. `--precisions float32,mixed_bfloat16` runs both, each
+in its own process.
+
 Usage:
 
     python benchmarks/transformer_training.py                  # tf + jax
@@ -77,6 +94,23 @@ def parse_args(argv=None):
         "keras's default: XLA on jax; on tensorflow without a GPU keras "
         "turns it off; torch never compiles.",
     )
+    parser.add_argument(
+        "--precision",
+        default="float32",
+        choices=("float32", "mixed_bfloat16"),
+        help="The dtype policy of both models (one backend run).",
+    )
+    parser.add_argument(
+        "--precisions",
+        default="float32",
+        help="Comma-separated precisions for a multi-backend run.",
+    )
+    parser.add_argument(
+        "--peak-size",
+        type=int,
+        default=2048,
+        help="Side of the square matrix product that measures the peak.",
+    )
     parser.add_argument("--output", default="transformer_training")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -117,6 +151,73 @@ def make_batches(args, rng):
         }
         batches.append((inputs, target.astype("int32")))
     return batches
+
+
+def matmul_flops(sizes, vocabulary, batch, source_length, target_length):
+    """Floating-point operations of one training step's matrix products.
+
+    Counted on the padded shapes (the work the hardware does): a product of
+    an (m, k) and a (k, n) matrix is 2mkn operations; the forward count is
+    tripled for forward plus backward.
+    """
+    d = sizes["hidden_dim"]
+    f = sizes["intermediate_dim"]
+    n = sizes["num_layers"]
+    s, t, b = source_length, target_length, batch
+
+    def product(m, k, n_):
+        return 2 * m * k * n_
+
+    encoder = (
+        4 * product(b * s, d, d)  # query, key, value, output projections
+        + 2 * product(b * s, d, s)  # scores and weighted values (all heads)
+        + product(b * s, d, f)
+        + product(b * s, f, d)  # feed-forward
+    )
+    decoder = (
+        4 * product(b * t, d, d)  # self-attention projections
+        + 2 * product(b * t, d, t)  # self-attention products
+        + 2 * product(b * t, d, d)  # cross-attention query and output
+        + 2 * product(b * s, d, d)  # cross-attention key and value
+        + 2 * product(b * t, d, s)  # cross-attention products
+        + product(b * t, d, f)
+        + product(b * t, f, d)  # feed-forward
+    )
+    logits = product(b * t, d, vocabulary)
+    return 3 * (n * encoder + n * decoder + logits)
+
+
+def measure_peak(backend, size, dtype, repeats):
+    """Median GFLOP/s of a compiled (size, size) @ (size, size) product."""
+    import keras
+
+    rng = np.random.default_rng(0)
+    a = keras.ops.cast(rng.standard_normal((size, size)), dtype)
+    b = keras.ops.cast(rng.standard_normal((size, size)), dtype)
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        product = tf.function(tf.matmul, jit_compile=True)
+    elif backend == "jax":
+        import jax
+
+        product = jax.jit(jax.numpy.matmul)
+    else:
+        import torch
+
+        product = torch.matmul
+
+    def run():
+        corner = product(a, b)[:1, :1]
+        keras.ops.convert_to_numpy(keras.ops.cast(corner, "float32"))
+
+    run()  # compile
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return 2 * size**3 / statistics.median(times) / 1e9
 
 
 def build_keras_hub(sizes, vocabulary, max_length, dropout, epsilon, seed):
@@ -179,6 +280,7 @@ def run_backend(args):
     from keras_attention.models.transformer import PRESETS
 
     keras.utils.set_random_seed(args.seed)
+    keras.config.set_dtype_policy(args.precision)
     sizes = {
         key: PRESETS[args.preset][key]
         for key in ("num_layers", "hidden_dim", "num_heads", "intermediate_dim")
@@ -239,8 +341,20 @@ def run_backend(args):
     times = common.time_interleaved(
         [group(models[name]) for name in NAMES], args.repeats
     )
+    flops = matmul_flops(
+        sizes,
+        args.vocabulary,
+        args.batch,
+        args.source_length,
+        args.target_length,
+    )
+    peak_dtype = "bfloat16" if args.precision == "mixed_bfloat16" else "float32"
+    peak = measure_peak(
+        args.backend, args.peak_size, peak_dtype, max(5, args.repeats)
+    )
     result = {
         "backend": args.backend,
+        "precision": args.precision,
         "preset": args.preset,
         "sizes": sizes,
         "vocabulary": args.vocabulary,
@@ -263,12 +377,24 @@ def run_backend(args):
             "tokens_per_second_median": round(
                 tokens_per_group / statistics.median(seconds), 1
             ),
+            "gflops_median": round(
+                flops * args.steps / statistics.median(seconds) / 1e9, 1
+            ),
         }
+        result[name]["fraction_of_peak"] = round(
+            result[name]["gflops_median"] / peak, 3
+        )
     result["ratio_ours_over_keras_hub"] = round(
         result["ours"]["tokens_per_second_median"]
         / result["keras_hub"]["tokens_per_second_median"],
         3,
     )
+    result["matmul_flops_per_step"] = flops
+    result["peak"] = {
+        "dtype": peak_dtype,
+        "size": args.peak_size,
+        "gflops_median": round(peak, 1),
+    }
     result["environment"] = common.environment(args.backend)
     return result
 
@@ -279,6 +405,7 @@ def table(runs):
         rows.append(
             [
                 run["backend"],
+                run.get("precision", "float32"),
                 run["preset"],
                 f"{run['batch']}x{run['source_length']}->"
                 f"{run['target_length']}",
@@ -287,12 +414,16 @@ def table(runs):
                 f"{run['ours']['tokens_per_second_median']:,.0f}",
                 f"{run['keras_hub']['tokens_per_second_median']:,.0f}",
                 f"{run['ratio_ours_over_keras_hub']:.2f}x",
+                _gflops(run, "ours"),
+                _gflops(run, "keras_hub"),
+                f"{run['peak']['gflops_median']:,.0f}" if "peak" in run else "",
                 run["repeats"],
             ]
         )
     return common.markdown_table(
         [
             "backend",
+            "precision",
             "preset",
             "batch",
             "parameters (each)",
@@ -300,9 +431,21 @@ def table(runs):
             "ours (target tok/s)",
             "keras-hub (target tok/s)",
             "ours / keras-hub",
+            "ours GFLOP/s (of peak)",
+            "keras-hub GFLOP/s (of peak)",
+            "peak GFLOP/s",
             "repeats",
         ],
         rows,
+    )
+
+
+def _gflops(run, name):
+    if "gflops_median" not in run[name]:
+        return ""
+    return (
+        f"{run[name]['gflops_median']:,.0f} "
+        f"({100 * run[name]['fraction_of_peak']:.0f}%)"
     )
 
 
@@ -322,19 +465,31 @@ def main(argv=None):
         write_results(args.output, runs)
         return
     forwarded = []
-    skip = {"backends", "backend", "output", "json_out", "merge"}
+    skip = {
+        "backends",
+        "backend",
+        "output",
+        "json_out",
+        "merge",
+        "precision",
+        "precisions",
+    }
     for key, value in vars(args).items():
         if key not in skip and value is not None:
             forwarded += ["--" + key.replace("_", "-"), str(value)]
     runs = []
     with tempfile.TemporaryDirectory() as folder:
-        for backend in args.backends.split(","):
-            path = os.path.join(folder, f"{backend}.json")
-            run, wall = common.run_backend_subprocess(
-                os.path.abspath(__file__), backend, forwarded, path
-            )
-            run["wall_s"] = round(wall, 1)
-            runs.append(run)
+        for precision in args.precisions.split(","):
+            for backend in args.backends.split(","):
+                path = os.path.join(folder, f"{backend}-{precision}.json")
+                run, wall = common.run_backend_subprocess(
+                    os.path.abspath(__file__),
+                    backend,
+                    forwarded + ["--precision", precision],
+                    path,
+                )
+                run["wall_s"] = round(wall, 1)
+                runs.append(run)
     write_results(args.output, runs)
 
 
