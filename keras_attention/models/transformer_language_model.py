@@ -201,8 +201,8 @@ class TransformerLanguageModel(keras.Model):
         """Builds a model with the sizes of a preset.
 
         Args:
-            preset: str. One of `"base"`, `"big"`, `"small"` or `"tiny"`:
-                the block sizes of `Transformer`'s presets.
+            preset: str. One of `"base"`, `"big"`, `"small"`, `"tiny_4x128"`
+                or `"tiny"`: the block sizes of `Transformer`'s presets.
             vocabulary_size: int. Size of the vocabulary.
             **kwargs: override any constructor argument.
         """
