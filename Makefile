@@ -9,6 +9,11 @@ BACKENDS ?= tensorflow jax torch
 # tensorflow ran the fast subset about 5 times faster than jax on the 2-core
 # machine; CONTRIBUTING.md has the timings.
 FAST_BACKEND ?= tensorflow
+# pytest-xdist workers per backend run; whole files go to one worker
+# (`--dist loadfile`), so a file's tests keep their order. WORKERS=0 runs
+# in one process.
+WORKERS ?= 2
+XDIST := $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile)
 
 LINTED := keras_attention tests benchmarks applications tutorials docs
 
@@ -24,12 +29,12 @@ demo: $(STAMP)
 	$(PY) applications/translation/train.py --demo
 
 test: $(STAMP)
-	$(PY) tests/run_backends.py $(BACKENDS)
+	$(PY) tests/run_backends.py $(BACKENDS) -- $(XDIST)
 
 # One backend, without the tests marked slow (tests/conftest.py): for the
 # edit-and-rerun loop; `make test` is the full suite CI runs.
 test-fast: $(STAMP)
-	$(PY) tests/run_backends.py $(FAST_BACKEND) -- -m "not slow"
+	$(PY) tests/run_backends.py $(FAST_BACKEND) -- -m "not slow" $(XDIST)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check $(LINTED)
