@@ -42,10 +42,11 @@ run and the same precision: the median GFLOP/s of a jit-compiled square
 matrix product (`--peak-size`, default 2048) on this backend. The fraction
 of peak is achieved over peak.
 
-`--precision mixed_bfloat16` builds both models under that dtype policy
-(float32 variables, bfloat16 compute, the loss in float32); the peak is then
-measured in bfloat16. `--precisions float32,mixed_bfloat16` runs both, each
-in its own process.
+`--precisions float32,mixed_bfloat16` builds both models under each dtype
+policy (`mixed_bfloat16`: float32 variables, bfloat16 compute, the loss in
+float32) and times all four in one interleaved loop, so the bfloat16 /
+float32 ratio comes from the same minutes; the peak is measured in each
+precision's compute dtype.
 
 Usage:
 
@@ -72,6 +73,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
 NAMES = ("ours", "keras_hub")
+# A dtype policy -> the dtype its matrix products run in (for the peak).
+PRECISIONS = {"float32": "float32", "mixed_bfloat16": "bfloat16"}
 
 
 def parse_args(argv=None):
@@ -95,15 +98,10 @@ def parse_args(argv=None):
         "turns it off; torch never compiles.",
     )
     parser.add_argument(
-        "--precision",
-        default="float32",
-        choices=("float32", "mixed_bfloat16"),
-        help="The dtype policy of both models (one backend run).",
-    )
-    parser.add_argument(
         "--precisions",
         default="float32",
-        help="Comma-separated precisions for a multi-backend run.",
+        help="Comma-separated dtype policies (float32, mixed_bfloat16); "
+        "every precision's models are built and timed in one process.",
     )
     parser.add_argument(
         "--peak-size",
@@ -280,15 +278,26 @@ def run_backend(args):
     from keras_attention.models.transformer import PRESETS
 
     keras.utils.set_random_seed(args.seed)
-    keras.config.set_dtype_policy(args.precision)
+    precisions = args.precisions.split(",")
+    for precision in precisions:
+        if precision not in PRECISIONS:
+            raise SystemExit(
+                f"Unknown precision. Expected some of {PRECISIONS}. "
+                f"Received: precisions={args.precisions!r}"
+            )
     sizes = {
         key: PRESETS[args.preset][key]
         for key in ("num_layers", "hidden_dim", "num_heads", "intermediate_dim")
     }
     dropout, epsilon = 0.1, 1e-5
     max_length = max(args.source_length, args.target_length)
-    models = {
-        "ours": Transformer(
+    jit = {"auto": "auto", "true": True, "false": False}[args.jit_compile]
+    models = {}  # (precision, name) -> model
+    for precision in precisions:
+        # Layers take the global policy when they are made; each model
+        # keeps the one it was built under.
+        keras.config.set_dtype_policy(precision)
+        models[precision, "ours"] = Transformer(
             vocabulary_size=args.vocabulary,
             dropout=dropout,
             attention_dropout=dropout,
@@ -297,15 +306,16 @@ def run_backend(args):
             layer_norm_epsilon=epsilon,
             seed=args.seed,
             **sizes,
-        ),
-        "keras_hub": build_keras_hub(
+        )
+        models[precision, "keras_hub"] = build_keras_hub(
             sizes, args.vocabulary, max_length, dropout, epsilon, args.seed
-        ),
+        )
+    keras.config.set_dtype_policy("float32")
+    counts = {
+        name: int(models[precisions[0], name].count_params()) for name in NAMES
     }
-    counts = {name: int(m.count_params()) for name, m in models.items()}
     if counts["ours"] != counts["keras_hub"]:
         raise SystemExit(f"Parameter counts differ: {counts}")
-    jit = {"auto": "auto", "true": True, "false": False}[args.jit_compile]
     for model in models.values():
         model.compile(
             optimizer=keras.optimizers.Adam(
@@ -328,18 +338,22 @@ def run_backend(args):
 
     compile_s = {}
     first_loss = {}
-    for name, model in models.items():
+    for key, model in models.items():
         start = time.perf_counter()
         inputs, labels = batches[0]
-        first_loss[name] = float(model.train_on_batch(inputs, labels))
+        first_loss[key] = float(model.train_on_batch(inputs, labels))
         group(model)()  # the rest of the warm-up, all batches once
-        compile_s[name] = round(time.perf_counter() - start, 1)
-    resolved = {
-        name: bool(getattr(model, "jit_compile", False))
-        for name, model in models.items()
-    }
-    times = common.time_interleaved(
-        [group(models[name]) for name in NAMES], args.repeats
+        compile_s[key] = round(time.perf_counter() - start, 1)
+    keys = list(models)
+    # Every model of every precision in one interleaved loop, so that the
+    # ratios between them come from the same minutes of a shared machine.
+    times = dict(
+        zip(
+            keys,
+            common.time_interleaved(
+                [group(models[key]) for key in keys], args.repeats
+            ),
+        )
     )
     flops = matmul_flops(
         sizes,
@@ -348,55 +362,64 @@ def run_backend(args):
         args.source_length,
         args.target_length,
     )
-    peak_dtype = "bfloat16" if args.precision == "mixed_bfloat16" else "float32"
-    peak = measure_peak(
-        args.backend, args.peak_size, peak_dtype, max(5, args.repeats)
-    )
-    result = {
-        "backend": args.backend,
-        "precision": args.precision,
-        "preset": args.preset,
-        "sizes": sizes,
-        "vocabulary": args.vocabulary,
-        "batch": args.batch,
-        "source_length": args.source_length,
-        "target_length": args.target_length,
-        "target_tokens_per_step": tokens / len(batches),
-        "steps_per_group": args.steps,
-        "repeats": args.repeats,
-        "jit_compile_requested": args.jit_compile,
-        "jit_compile_resolved": resolved,
-        "parameter_count": counts,
-        "first_loss": first_loss,
-        "warmup_s": compile_s,
-    }
-    for name, seconds in zip(NAMES, times):
-        result[name] = {
-            "group_s": [round(t, 4) for t in seconds],
-            "median_s": round(statistics.median(seconds), 4),
-            "tokens_per_second_median": round(
-                tokens_per_group / statistics.median(seconds), 1
-            ),
-            "gflops_median": round(
-                flops * args.steps / statistics.median(seconds) / 1e9, 1
-            ),
-        }
-        result[name]["fraction_of_peak"] = round(
-            result[name]["gflops_median"] / peak, 3
+    runs = []
+    for precision in precisions:
+        peak_dtype = PRECISIONS[precision]
+        peak = measure_peak(
+            args.backend, args.peak_size, peak_dtype, max(5, args.repeats)
         )
-    result["ratio_ours_over_keras_hub"] = round(
-        result["ours"]["tokens_per_second_median"]
-        / result["keras_hub"]["tokens_per_second_median"],
-        3,
-    )
-    result["matmul_flops_per_step"] = flops
-    result["peak"] = {
-        "dtype": peak_dtype,
-        "size": args.peak_size,
-        "gflops_median": round(peak, 1),
-    }
-    result["environment"] = common.environment(args.backend)
-    return result
+        result = {
+            "backend": args.backend,
+            "precision": precision,
+            "preset": args.preset,
+            "sizes": sizes,
+            "vocabulary": args.vocabulary,
+            "batch": args.batch,
+            "source_length": args.source_length,
+            "target_length": args.target_length,
+            "target_tokens_per_step": tokens / len(batches),
+            "steps_per_group": args.steps,
+            "repeats": args.repeats,
+            "jit_compile_requested": args.jit_compile,
+            "jit_compile_resolved": {
+                name: bool(getattr(models[precision, name], "jit_compile", 0))
+                for name in NAMES
+            },
+            "parameter_count": counts,
+            "first_loss": {n: first_loss[precision, n] for n in NAMES},
+            "warmup_s": {n: compile_s[precision, n] for n in NAMES},
+        }
+        for name in NAMES:
+            seconds = times[precision, name]
+            median = statistics.median(seconds)
+            result[name] = {
+                "group_s": [round(t, 4) for t in seconds],
+                "median_s": round(median, 4),
+                "tokens_per_second_median": round(tokens_per_group / median, 1),
+                "gflops_median": round(flops * args.steps / median / 1e9, 1),
+            }
+            result[name]["fraction_of_peak"] = round(
+                result[name]["gflops_median"] / peak, 3
+            )
+        result["ratio_ours_over_keras_hub"] = round(
+            result["ours"]["tokens_per_second_median"]
+            / result["keras_hub"]["tokens_per_second_median"],
+            3,
+        )
+        if precision != precisions[0]:
+            base = statistics.median(times[precisions[0], "ours"])
+            result["ours_speedup_over_" + precisions[0]] = round(
+                base / statistics.median(times[precision, "ours"]), 3
+            )
+        result["matmul_flops_per_step"] = flops
+        result["peak"] = {
+            "dtype": peak_dtype,
+            "size": args.peak_size,
+            "gflops_median": round(peak, 1),
+        }
+        result["environment"] = common.environment(args.backend)
+        runs.append(result)
+    return runs
 
 
 def table(runs):
@@ -417,6 +440,7 @@ def table(runs):
                 _gflops(run, "ours"),
                 _gflops(run, "keras_hub"),
                 f"{run['peak']['gflops_median']:,.0f}" if "peak" in run else "",
+                _speedup(run),
                 run["repeats"],
             ]
         )
@@ -434,10 +458,16 @@ def table(runs):
             "ours GFLOP/s (of peak)",
             "keras-hub GFLOP/s (of peak)",
             "peak GFLOP/s",
+            "ours speed-up over float32",
             "repeats",
         ],
         rows,
     )
+
+
+def _speedup(run):
+    value = run.get("ours_speedup_over_float32")
+    return "" if value is None else f"{value:.2f}x"
 
 
 def _gflops(run, name):
@@ -452,16 +482,16 @@ def _gflops(run, name):
 def main(argv=None):
     args = parse_args(argv)
     if args.backend:
-        run = run_backend(args)
+        runs = run_backend(args)
         if args.json_out:
-            common.write_json(args.json_out, run)
-        print(table([run]))
+            common.write_json(args.json_out, runs)
+        print(table(runs))
         return
     if args.merge:
         runs = []
         for path in args.merge.split(","):
             with open(path) as f:
-                runs.append(json.load(f))
+                runs.extend(json.load(f))
         write_results(args.output, runs)
         return
     forwarded = []
@@ -471,25 +501,20 @@ def main(argv=None):
         "output",
         "json_out",
         "merge",
-        "precision",
-        "precisions",
     }
     for key, value in vars(args).items():
         if key not in skip and value is not None:
             forwarded += ["--" + key.replace("_", "-"), str(value)]
     runs = []
     with tempfile.TemporaryDirectory() as folder:
-        for precision in args.precisions.split(","):
-            for backend in args.backends.split(","):
-                path = os.path.join(folder, f"{backend}-{precision}.json")
-                run, wall = common.run_backend_subprocess(
-                    os.path.abspath(__file__),
-                    backend,
-                    forwarded + ["--precision", precision],
-                    path,
-                )
+        for backend in args.backends.split(","):
+            path = os.path.join(folder, f"{backend}.json")
+            backend_runs, wall = common.run_backend_subprocess(
+                os.path.abspath(__file__), backend, forwarded, path
+            )
+            for run in backend_runs:
                 run["wall_s"] = round(wall, 1)
-                runs.append(run)
+            runs.extend(backend_runs)
     write_results(args.output, runs)
 
 
