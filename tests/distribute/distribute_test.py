@@ -1,4 +1,4 @@
-"""The strategy, precision and replica helpers of training on one device."""
+"""Strategies, precision, replica sums and the shared flags, on one device."""
 
 import dataclasses
 import importlib.util
@@ -166,3 +166,31 @@ def test_batch_helpers_change_nothing_on_one_device():
     assert strategies.batch_multiple() == 1
     assert strategies.trim_to_batch_multiple(rows) is rows
     strategies.check_batch_size(3)  # no error
+
+
+# The flags the issue asks every application to share, and --bucket-width
+# where batches are bucketed by a width.
+SHARED_FLAGS = [
+    "--data-dir",
+    "--output-dir",
+    "--seed",
+    "--epochs",
+    "--strategy",
+    "--mixed-precision",
+    "--jit-compile",
+]
+BUCKETED = ("nli", "relatedness")
+
+
+@pytest.mark.parametrize("app", ["translation", "nli", "relatedness"])
+def test_every_application_has_the_shared_flags_with_one_help(app, capsys):
+    train = load_app(app)
+    with pytest.raises(SystemExit):
+        train.parse_args(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    expected = SHARED_FLAGS + (["--bucket-width"] if app in BUCKETED else [])
+    for flag in expected:
+        assert flag in text, flag
+        name = flag[2:].replace("-", "_")
+        # The help comes from cli.SHARED_FLAGS, not from the application.
+        assert cli.SHARED_FLAGS[name]["help"] in text, flag

@@ -1,36 +1,10 @@
 """Flags generated from a dataclass, the same in every application."""
 
 import dataclasses
-import importlib.util
-import pathlib
 
 import pytest
 
 from keras_attention.training import cli
-
-ROOT = pathlib.Path(__file__).parents[2]
-APPLICATIONS = ("translation", "nli", "relatedness")
-# The flags the issue asks every application to share, and --bucket-width
-# where batches are bucketed by a width.
-SHARED = [
-    "--data-dir",
-    "--output-dir",
-    "--seed",
-    "--epochs",
-    "--strategy",
-    "--mixed-precision",
-    "--jit-compile",
-]
-BUCKETED = ("nli", "relatedness")
-
-
-def load_app(name):
-    spec = importlib.util.spec_from_file_location(
-        f"{name}_train_cli", ROOT / "applications" / name / "train.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @dataclasses.dataclass
@@ -100,17 +74,3 @@ def test_help_names_every_field_with_its_default(capsys):
 def test_a_non_dataclass_is_refused():
     with pytest.raises(TypeError, match="config_cls"):
         cli.add_config_flags(None, dict)
-
-
-@pytest.mark.parametrize("app", APPLICATIONS)
-def test_every_application_has_the_shared_flags_with_one_help(app, capsys):
-    train = load_app(app)
-    with pytest.raises(SystemExit):
-        train.parse_args(["--help"])
-    text = " ".join(capsys.readouterr().out.split())
-    expected = SHARED + (["--bucket-width"] if app in BUCKETED else [])
-    for flag in expected:
-        assert flag in text, flag
-        name = flag[2:].replace("-", "_")
-        # The help comes from cli.SHARED_FLAGS, not from the application.
-        assert cli.SHARED_FLAGS[name]["help"] in text, flag
