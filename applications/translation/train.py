@@ -298,16 +298,13 @@ def run_multi30k(config, scope=None):
     targets = translation.encode_sentences(
         tokenizer, train_de, max_length=config.max_length
     )
-    dataset, target_tokens = translation.make_dataset(
+    batches, target_tokens = translation.make_batches(
         sources,
         targets,
         tokens_per_batch=config.tokens_per_batch,
         max_length=config.max_length,
         seed=config.seed,
     )
-    # Under jax DataParallel every batch must divide among the devices (a
-    # few pairs per batch are dropped; the token count is not adjusted).
-    dataset = training.divisible_batches(dataset)
     overrides = {"max_sequence_length": 256, "seed": config.seed}
     if config.dropout is not None:
         overrides["dropout"] = config.dropout
@@ -322,11 +319,19 @@ def run_multi30k(config, scope=None):
     backup = callbacks.BackupAndRestore(
         os.path.join(config.output_dir, "backup")
     )
-    # Epoch e is the e-th pass over the shuffled pipeline in every process,
+    # Epoch e's batches are a function of the seed and e in every process,
     # and the stream starts at the backup's epoch: a resumed run trains on
     # the batches an uninterrupted run would.
     done = backup.initial_epoch()
-    stream, steps_per_epoch = translation.epoch_stream(dataset, done)
+    # Under jax DataParallel every batch must divide among the devices (a
+    # few pairs per batch are dropped; the token count is not adjusted).
+    stream = training.divisible_batches(
+        batches.as_dataset(epochs=None, initial_epoch=done)
+    )
+    multiple = training.batch_multiple()
+    steps_per_epoch = sum(
+        len(rows) >= multiple for rows, _ in batches.batches(epoch=0)
+    )
     epoch_times = []
 
     class EpochTimer(keras.callbacks.Callback):

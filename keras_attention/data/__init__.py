@@ -16,8 +16,9 @@ The loaders return plain Python lists and NumPy arrays:
 `tokenize`, `build_vocabulary` and `word_ids` (`keras_attention.data.words`)
 take text to the padded ids of the word-level models; `LABELS` and
 `encode_labels` map the NLI classes to ids; `BucketedBatches` feeds
-padded id arrays to `model.fit` in length-bucketed batches;
-`make_dataset` and `epoch_stream` do the same for translation pairs.
+padded id arrays to `model.fit` in length-bucketed batches, and
+`make_batches` (`make_dataset`, `epoch_stream`) builds them for translation
+pairs, with the translation buckets and a token budget per batch.
 """
 
 from keras_attention.data.batching import BucketedBatches
@@ -44,6 +45,7 @@ from keras_attention.data.translation import decode_ids
 from keras_attention.data.translation import encode_sentences
 from keras_attention.data.translation import epoch_stream
 from keras_attention.data.translation import load_tokenizer
+from keras_attention.data.translation import make_batches
 from keras_attention.data.translation import make_dataset
 from keras_attention.data.translation import tokenizer_fingerprint
 from keras_attention.data.translation import train_tokenizer
@@ -86,6 +88,7 @@ __all__ = [
     "encode_sentences",
     "epoch_stream",
     "load_tokenizer",
+    "make_batches",
     "make_dataset",
     "tokenizer_fingerprint",
     "train_tokenizer",

@@ -160,6 +160,26 @@ def test_epoch_stream_resumes_with_the_batches_of_an_uninterrupted_run(
     assert _batch_keys(resumed, 2 * steps) == epochs[2 * steps :]
 
 
+def test_make_batches_resume_at_an_epoch_with_the_same_batches():
+    rng = np.random.default_rng(2)
+    rows = [
+        rng.integers(4, 20, size=n).tolist() + [translation.END_ID]
+        for n in rng.integers(2, 20, size=200)
+    ]
+    batches, tokens = translation.make_batches(
+        rows, rows, tokens_per_batch=96, max_length=24, seed=3
+    )
+    assert tokens == sum(len(r) for r in rows)
+    steps = len(batches)
+    full = _batch_keys(batches.as_dataset(epochs=None), 3 * steps)
+    again, _ = translation.make_batches(
+        rows, rows, tokens_per_batch=96, max_length=24, seed=3
+    )
+    resumed = again.as_dataset(epochs=None, initial_epoch=2)
+    assert _batch_keys(resumed, steps) == full[2 * steps :]
+    assert full[:steps] != full[steps : 2 * steps]
+
+
 def test_epoch_stream_rejects_bad_arguments():
     dataset, _ = translation.make_dataset(
         [[4, 3]], [[5, 3]], drop_remainder=True
