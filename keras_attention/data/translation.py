@@ -275,35 +275,24 @@ def make_batches(
     return batches, sum(len(t) for _, t in pairs)
 
 
-def make_dataset(
-    source_ids,
-    target_ids,
-    tokens_per_batch=4096,
-    max_length=128,
-    shuffle=True,
-    seed=0,
-    drop_remainder=True,
-):
+def make_dataset(source_ids, target_ids, **options):
     """A `tf.data` dataset of one epoch of `make_batches`, reshuffled on
     every pass.
 
     Each pass over the dataset (each `iter`, each pass of `repeat()`) is
     the next epoch of the seed's order, as with a reshuffling `tf.data`
     pipeline; the dataset works with `model.fit` on every Keras backend.
-    Arguments as in `make_batches`.
+
+    Args:
+        source_ids, target_ids: as in `make_batches`.
+        **options: the other arguments of `make_batches`
+            (`tokens_per_batch`, `max_length`, `shuffle`, `seed`,
+            `drop_remainder`).
 
     Returns:
         `(dataset, target_tokens)`.
     """
-    batches, count = make_batches(
-        source_ids,
-        target_ids,
-        tokens_per_batch=tokens_per_batch,
-        max_length=max_length,
-        shuffle=shuffle,
-        seed=seed,
-        drop_remainder=drop_remainder,
-    )
+    batches, count = make_batches(source_ids, target_ids, **options)
     return batches.as_dataset(epochs=1, new_order_per_pass=True), count
 
 
