@@ -55,3 +55,10 @@ def test_bad_widths_are_named():
         data.word_ids([["a"]], VOCABULARY, length=0)
     with pytest.raises(ValueError, match="max_length"):
         data.word_ids([["a"]], VOCABULARY, max_length=-1)
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    results = doctest.testmod(words)
+    assert results.attempted > 0 and results.failed == 0

@@ -74,3 +74,13 @@ def test_help_names_every_field_with_its_default(capsys):
 def test_a_non_dataclass_is_refused():
     with pytest.raises(TypeError, match="config_cls"):
         cli.add_config_flags(None, dict)
+
+
+@pytest.mark.parametrize("name", ["cli", "precision", "strategies"])
+def test_docstring_examples_run(name):
+    import doctest
+    import importlib
+
+    module = importlib.import_module(f"keras_attention.training.{name}")
+    results = doctest.testmod(module)
+    assert results.attempted > 0 and results.failed == 0
