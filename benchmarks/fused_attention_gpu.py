@@ -141,9 +141,9 @@ def make_batch(args, seed=0):
 def build(args, flash):
     import keras
 
-    from keras_attention import distribute
     from keras_attention import losses
     from keras_attention.models import Transformer
+    from keras_attention.training import precision
 
     keras.utils.set_random_seed(0)
     model = Transformer.from_preset(
@@ -156,7 +156,7 @@ def build(args, flash):
     for layer in layers:
         layer.flash_attention = flash
     model.compile(
-        optimizer=distribute.loss_scaled(keras.optimizers.Adam(1e-4)),
+        optimizer=precision.loss_scaled(keras.optimizers.Adam(1e-4)),
         loss=losses.LabelSmoothedSparseCategoricalCrossentropy(0.1),
     )
     return model, len(layers)
@@ -218,7 +218,7 @@ def kernel_scope(backend, name):
 def run(args):
     import keras
 
-    from keras_attention import distribute
+    from keras_attention.training import precision
 
     backend = keras.backend.backend()
     if backend == "tensorflow":
@@ -230,7 +230,7 @@ def run(args):
     float16 = float16_accuracy()
     for row in float16:
         print("float16 accuracy", row)
-    distribute.set_mixed_precision(args.mixed_precision)
+    precision.set_mixed_precision(args.mixed_precision)
     x, y, tokens = make_batch(args)
     variants, steps = {}, {}
     for name, flash in VARIANTS[backend].items():

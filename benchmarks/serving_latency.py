@@ -74,9 +74,9 @@ def main(argv=None):
     from keras_attention import data
     from keras_attention import export
     from keras_attention.data import translation
-    from keras_attention.export.archive import load_run_model
+    from keras_attention.training.runs import load_model
 
-    model = load_run_model(args.run_dir)
+    model = load_model(args.run_dir)
     tokenizer = translation.load_tokenizer(
         os.path.join(args.run_dir, translation.TOKENIZER_FILE)
     )

@@ -52,7 +52,7 @@ API_MODULES = (
     "decoding",
     "data",
     "export",
-    "distribute",
+    "training",
     "saving",
     "visualization",
     "testing",

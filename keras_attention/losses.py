@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_attention.distribute import replica_sum
+from keras_attention.ops.replicas import replica_sum
 from keras_attention.utils.validation import check_dims
 from keras_attention.utils.validation import check_rate
 from keras_attention.utils.validation import static_shape

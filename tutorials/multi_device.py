@@ -73,8 +73,8 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from keras_attention import distribute
 from keras_attention import models
+from keras_attention.training import strategies
 
 """
 ## A model and a task
@@ -153,18 +153,18 @@ On JAX, `keras.distribution.DataParallel` shards every batch over the
 devices of a one-axis mesh and replicates the weights. The train step is
 compiled once for the global batch and XLA inserts the cross-device sums,
 so `mean` over the batch is the global mean without any change to the
-model. `keras_attention.distribute.strategy_scope("data_parallel")` sets
+model. `keras_attention.training.strategy_scope("data_parallel")` sets
 that distribution for the process. (This block runs in the second copy of
 the script.)
 """
 
 if args.part == "jax":
     one_losses, one_weights = train(build_model())
-    with distribute.strategy_scope("data_parallel"):
+    with strategies.strategy_scope("data_parallel"):
         model = build_model()
     two_losses, two_weights = train(model)
     result = {
-        "devices": distribute.num_replicas(),
+        "devices": strategies.num_replicas(),
         "one_device": one_losses.tolist(),
         "two_devices": two_losses.tolist(),
         "weight_difference": largest_difference(one_weights, two_weights),
@@ -182,8 +182,8 @@ each replica's loss by the number of replicas before the gradients are
 summed, so the update equals the one of a single device on all 16
 examples. The ReSAN models add a REINFORCE term in `compute_loss`;
 `keras_attention` divides that term by the replicas too and takes its
-baseline over the global batch (`distribute.scale_for_replicas`,
-`distribute.replica_sum`).
+baseline over the global batch (`keras_attention.ops.scale_for_replicas`,
+`keras_attention.ops.replica_sum`).
 """
 
 one_losses, one_weights = train(build_model())

@@ -12,36 +12,27 @@ Usage:
 """
 
 import argparse
-import json
 import os
 import sys
 
-import keras
 import numpy as np
 
 from keras_attention import data
 from keras_attention import visualization
 from keras_attention.models.decomposable_attention import ALIGNMENT_LAYER
+from keras_attention.training import runs
 
 
 def load_run(run_dir):
-    with open(os.path.join(run_dir, "config.json")) as f:
-        config = json.load(f)
-    with open(os.path.join(run_dir, "vocabulary.txt")) as f:
-        vocabulary = f.read().split("\n")[:-1]
-    model = keras.saving.load_model(
-        os.path.join(run_dir, "model.keras"), safe_mode=True
-    )
+    config = runs.read_config(run_dir)
+    vocabulary = runs.read_vocabulary(run_dir)
+    model = runs.load_model(run_dir)
     return config, vocabulary, model
 
 
 def encode(sentences, index):
     tokens = [data.tokenize(s) for s in sentences]
-    length = max(1, max(len(t) for t in tokens))
-    ids = np.zeros((len(tokens), length), dtype="int32")
-    for row, sentence in enumerate(tokens):
-        ids[row, : len(sentence)] = [index.get(w, 1) for w in sentence]
-    return tokens, ids
+    return tokens, data.word_ids(tokens, index)[0]
 
 
 def main(argv=None):
@@ -53,7 +44,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     config, vocabulary, model = load_run(args.run_dir)
-    index = {word: i for i, word in enumerate(vocabulary)}
+    index = data.vocabulary_index(vocabulary)
     if config["dataset"] == "sick":
         rows = data.load_sick(args.split, data_dir=args.data_dir)
         premises, hypotheses = rows["sentence_a"], rows["sentence_b"]

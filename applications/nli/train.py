@@ -35,7 +35,6 @@ and `--jit-compile`, as in the translation application (see
 docs/distributed_training.md).
 """
 
-import argparse
 import dataclasses
 import glob
 import json
@@ -48,40 +47,73 @@ import keras
 import numpy as np
 
 from keras_attention import data
-from keras_attention import distribute
 from keras_attention import models
+from keras_attention import training
 from keras_attention.callbacks import BackupAndRestore
 from keras_attention.callbacks import ModelCheckpoint
 from keras_attention.callbacks import average_checkpoints
 from keras_attention.callbacks import last_checkpoints
+from keras_attention.training import cli
+from keras_attention.training import runs
 from keras_attention.utils import files
 
 
 @dataclasses.dataclass
 class Config:
-    model: str = "decomposable"  # a key of MODEL_BUILDERS
-    intra: bool = False  # decomposable: intra-sentence attention
-    dataset: str = "snli"  # "sick" or "snli" (9,987-pair train subset)
-    extra_training: str = "none"  # "snli": SICK training adds SNLI's pairs
-    data_dir: str = None  # default: $KERAS_ATTENTION_DATA
-    epochs: int = 30
-    batch_size: int = 32
-    optimizer: str = "adam"  # "adam" or "adagrad" (the paper's)
-    learning_rate: float = None  # default: adam 1e-3, adagrad 0.05
+    model: str = cli.flag(
+        "decomposable", "Model.", choices=lambda: sorted(MODEL_BUILDERS)
+    )
+    intra: bool = cli.flag(
+        False, "Decomposable model: intra-sentence attention."
+    )
+    dataset: str = cli.flag(
+        "snli", "sick, or snli (a 9,987-pair train subset).", ("sick", "snli")
+    )
+    extra_training: str = cli.flag(
+        "none",
+        "snli: train on the SNLI subset's pairs too (with --dataset sick; "
+        "dev and test stay SICK's).",
+        ("none", "snli"),
+    )
+    data_dir: str = None
+    epochs: int = cli.flag(30, default_text="30, or 1 with --smoke")
+    batch_size: int = cli.flag(32, "Pairs per batch.", minimum=1)
+    optimizer: str = cli.flag(
+        "adam", "adam, or adagrad (the paper's).", ("adam", "adagrad")
+    )
+    learning_rate: float = cli.flag(
+        None, default_text="adam 1e-3, adagrad 0.05"
+    )
     hidden_dim: int = 200
     dropout: float = 0.2
-    trainable_embeddings: bool = False  # fine-tune the GloVe rows too
-    initial_weights: str = None  # .weights.h5 of an earlier run to start from
-    average_last: int = 0  # >1: the final model averages the last epochs
-    max_length: int = 100  # longer sentences are cut (and counted)
-    bucket_width: int = 8  # batch widths: multiples of this (0: longest)
+    trainable_embeddings: bool = cli.flag(
+        False, "Fine-tune the word vectors too (default: frozen GloVe)."
+    )
+    initial_weights: str = cli.flag(
+        None,
+        "Start from these weights (a checkpoint.weights.h5 of an earlier "
+        "run with the same model and data), e.g. to continue with a lower "
+        "--learning-rate.",
+    )
+    average_last: int = cli.flag(
+        0,
+        "Keep the weights of the last K epochs and end with their "
+        "element-wise mean instead of the best-dev epoch's weights (0 or 1: "
+        "the best-dev epoch). metrics.json then also holds the best epoch's "
+        "accuracies under best_epoch.",
+        minimum=0,
+    )
+    max_length: int = cli.flag(
+        100, "Longer sentences are cut (and counted).", minimum=1
+    )
+    bucket_width: int = 8
     output_dir: str = "runs/nli"
     seed: int = 1337
-    smoke: bool = False  # a few dozen pairs (one epoch unless --epochs)
-    strategy: str = "auto"  # see keras_attention.distribute.STRATEGIES
-    mixed_precision: str = "none"  # "none", "float16" or "bfloat16"
-    jit_compile: str = "auto"  # "auto", "true" or "false"
-    verbose: int = 1  # Keras progress bar: 0 silent, 1 bar, 2 one line
+    smoke: bool = False
+    strategy: str = "auto"
+    mixed_precision: str = "none"
+    jit_compile: str = "auto"
+    verbose: int = 1
 
 
 # A model builder takes the vocabulary size, the embedding matrix and the
@@ -151,14 +183,12 @@ def build_vocabulary(tokenized, glove_words):
     vocabulary = data.build_vocabulary(
         tokenized["train"][0] + tokenized["train"][1]
     )
-    known = set(vocabulary)
-    for split in ("dev", "test"):
-        for sentence in tokenized[split][0] + tokenized[split][1]:
-            for word in sentence:
-                if word not in known and word in glove_words:
-                    known.add(word)
-                    vocabulary.append(word)
-    return vocabulary
+    others = [
+        sentence
+        for split in ("dev", "test")
+        for sentence in tokenized[split][0] + tokenized[split][1]
+    ]
+    return data.add_pretrained_words(vocabulary, others, glove_words)
 
 
 def embedding_matrix(vocabulary, words, vectors, seed):
@@ -182,23 +212,6 @@ def embedding_matrix(vocabulary, words, vectors, seed):
     return matrix.astype("float32"), found
 
 
-def to_ids(sentences, vocabulary_index, length):
-    """Pads (or cuts) token lists to one array `(N, length)`.
-
-    Returns the array and the number of sentences that were cut.
-    """
-    unknown = vocabulary_index["<unk>"]
-    ids = np.zeros((len(sentences), length), dtype="int32")
-    cut = 0
-    for row, sentence in enumerate(sentences):
-        cut += len(sentence) > length
-        sentence = sentence[:length]
-        ids[row, : len(sentence)] = [
-            vocabulary_index.get(word, unknown) for word in sentence
-        ]
-    return ids, cut
-
-
 def prepare_data(config):
     """Loads, tokenizes and encodes the dataset; builds the embeddings."""
     splits = load_splits(config.dataset, config.data_dir, config.extra_training)
@@ -220,7 +233,7 @@ def prepare_data(config):
     matrix, found = embedding_matrix(
         vocabulary, glove_words, glove_vectors, config.seed
     )
-    vocabulary_index = {word: i for i, word in enumerate(vocabulary)}
+    vocabulary_index = data.vocabulary_index(vocabulary)
     # One length for every split, so that each step compiles only once.
     longest = max(
         len(sentence)
@@ -230,8 +243,10 @@ def prepare_data(config):
     length = max(1, min(config.max_length, longest))
     arrays, cut = {}, 0
     for name, (premises, hypotheses, labels) in tokenized.items():
-        premise_ids, cut_p = to_ids(premises, vocabulary_index, length)
-        hypothesis_ids, cut_h = to_ids(hypotheses, vocabulary_index, length)
+        premise_ids, cut_p = data.word_ids(premises, vocabulary_index, length)
+        hypothesis_ids, cut_h = data.word_ids(
+            hypotheses, vocabulary_index, length
+        )
         cut += cut_p + cut_h
         arrays[name] = (
             {"premise": premise_ids, "hypothesis": hypothesis_ids},
@@ -296,7 +311,7 @@ def bucketed(x, y, config, shuffle=False):
         width_step=config.bucket_width or next(iter(x.values())).shape[1],
         shuffle=shuffle,
         seed=config.seed,
-        drop_remainder=shuffle and distribute.batch_multiple() > 1,
+        drop_remainder=shuffle and training.batch_multiple() > 1,
     )
 
 
@@ -312,10 +327,9 @@ def load_initial_weights(model, path, x_train, vocabulary):
         raise FileNotFoundError(
             f"--initial-weights: no such file. Received: {path!r}"
         )
-    saved = os.path.join(os.path.dirname(path), "vocabulary.txt")
+    saved = os.path.join(os.path.dirname(path), runs.VOCABULARY_FILE)
     if os.path.isfile(saved):
-        with open(saved) as f:
-            theirs = f.read().split("\n")[:-1]
+        theirs = runs.read_vocabulary(saved)
         if theirs != vocabulary:
             raise ValueError(
                 "--initial-weights comes from a run with another vocabulary "
@@ -363,10 +377,10 @@ def trainable_parameters(model):
 def train(config):
     # The strategy first: a multi-worker strategy must exist before
     # TensorFlow runs any operation.
-    scope = distribute.strategy_scope(config.strategy)
-    distribute.set_mixed_precision(config.mixed_precision)
+    scope = training.strategy_scope(config.strategy)
+    training.set_mixed_precision(config.mixed_precision)
     # Workers other than the chief write to a temporary folder.
-    config.output_dir = distribute.worker_path(config.output_dir)
+    config.output_dir = training.worker_path(config.output_dir)
     os.makedirs(config.output_dir, exist_ok=True)
     keras.utils.set_random_seed(config.seed)
     arrays, vocabulary, matrix, info = prepare_data(config)
@@ -375,10 +389,8 @@ def train(config):
         f"{info['vocabulary_size']} ({info['glove_found']} in GloVe), "
         f"{info['sentences_cut']} sentences cut to {config.max_length}"
     )
-    with open(os.path.join(config.output_dir, "vocabulary.txt"), "w") as f:
-        f.write("\n".join(vocabulary) + "\n")
-    with open(os.path.join(config.output_dir, "config.json"), "w") as f:
-        json.dump(dataclasses.asdict(config), f, indent=2)
+    runs.write_vocabulary(config.output_dir, vocabulary)
+    runs.write_config(config.output_dir, config)
 
     with scope:
         model = MODEL_BUILDERS[config.model](
@@ -387,10 +399,10 @@ def train(config):
             **model_kwargs(config),
         )
         model.compile(
-            optimizer=distribute.loss_scaled(make_optimizer(config)),
+            optimizer=training.loss_scaled(make_optimizer(config)),
             loss="sparse_categorical_crossentropy",
             metrics=["accuracy"],
-            jit_compile=distribute.jit_compile(config.jit_compile),
+            jit_compile=training.jit_compile(config.jit_compile),
         )
         if config.initial_weights:
             load_initial_weights(
@@ -410,8 +422,8 @@ def train(config):
     (x_train, y_train), dev = arrays["train"], arrays["dev"]
     # Under jax DataParallel every batch must divide among the devices: at
     # most (devices - 1) training and dev pairs are left out of training.
-    distribute.check_batch_size(config.batch_size)
-    x_train, y_train = distribute.trim_to_batch_multiple((x_train, y_train))
+    training.check_batch_size(config.batch_size)
+    x_train, y_train = training.trim_to_batch_multiple((x_train, y_train))
     backup = BackupAndRestore(
         os.path.join(config.output_dir, "backup"),
         stateful_callbacks=[best, timer],
@@ -439,7 +451,7 @@ def train(config):
         batches.as_dataset(epochs=None, initial_epoch=backup.initial_epoch()),
         steps_per_epoch=len(batches),
         shuffle=False,  # the stream is shuffled, one order per epoch
-        validation_data=distribute.divisible_batches(
+        validation_data=training.divisible_batches(
             bucketed(*dev, config).as_dataset()
         ),
         epochs=config.epochs,
@@ -447,7 +459,7 @@ def train(config):
         verbose=config.verbose,
     )
     train_seconds = time.perf_counter() - start
-    distribute.end_data_parallel()  # evaluation takes batches of any size
+    training.end_data_parallel()  # evaluation takes batches of any size
 
     def evaluate():
         return {
@@ -474,7 +486,7 @@ def train(config):
             f"{averaged['best_epoch']['dev_accuracy']:.4f} (best epoch) -> "
             f"{results['dev_accuracy']:.4f}"
         )
-    files.atomic_save(model, os.path.join(config.output_dir, "model.keras"))
+    files.atomic_save(model, os.path.join(config.output_dir, runs.MODEL_FILE))
     # Throughput over the epochs after the first, which includes compiling.
     seconds = timer.epoch_seconds[1:] or timer.epoch_seconds
     pairs_per_second = len(y_train) * len(seconds) / sum(seconds)
@@ -492,102 +504,30 @@ def train(config):
         "optimizer": config.optimizer,
         **info,
     }
-    with open(os.path.join(config.output_dir, "metrics.json"), "w") as f:
-        json.dump(metrics, f, indent=2)
+    runs.write_metrics(config.output_dir, metrics)
     print(json.dumps(metrics, indent=2))
     return metrics
 
 
-def parse_args(argv=None):
-    defaults = Config()
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--model", choices=sorted(MODEL_BUILDERS), default=defaults.model
-    )
-    parser.add_argument("--intra", action="store_true")
-    parser.add_argument(
-        "--dataset", choices=("sick", "snli"), default=defaults.dataset
-    )
-    parser.add_argument(
-        "--extra-training",
-        choices=("none", "snli"),
-        default=defaults.extra_training,
-        help="snli: train on the SNLI subset's pairs too (with --dataset "
-        "sick; dev and test stay SICK's).",
-    )
-    parser.add_argument("--data-dir", default=defaults.data_dir)
-    parser.add_argument(
-        "--epochs",
-        type=int,
-        default=None,
-        help=f"Default {defaults.epochs}, or 1 with --smoke.",
-    )
-    parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
-    parser.add_argument(
-        "--optimizer", choices=("adam", "adagrad"), default=defaults.optimizer
-    )
-    parser.add_argument("--learning-rate", type=float, default=None)
-    parser.add_argument("--hidden-dim", type=int, default=defaults.hidden_dim)
-    parser.add_argument("--dropout", type=float, default=defaults.dropout)
-    parser.add_argument(
-        "--trainable-embeddings",
-        action="store_true",
-        help="Fine-tune the word vectors too (default: frozen GloVe).",
-    )
-    parser.add_argument(
-        "--initial-weights",
-        default=None,
-        help="Start from these weights (a checkpoint.weights.h5 of an "
-        "earlier run with the same model and data), e.g. to continue with a "
-        "lower --learning-rate.",
-    )
-    parser.add_argument(
-        "--average-last",
-        type=int,
-        default=defaults.average_last,
-        help="Keep the weights of the last K epochs and end with their "
-        "element-wise mean instead of the best-dev epoch's weights (0 or 1: "
-        "the best-dev epoch). metrics.json then also holds the best epoch's "
-        "accuracies under best_epoch.",
-    )
-    parser.add_argument("--max-length", type=int, default=defaults.max_length)
-    parser.add_argument(
-        "--bucket-width",
-        type=int,
-        default=defaults.bucket_width,
-        help="Batches hold pairs of similar length, padded to a multiple of "
-        "this; 0 pads every batch to the longest sentence. Default: "
-        f"{defaults.bucket_width}.",
-    )
-    parser.add_argument("--output-dir", default=defaults.output_dir)
-    parser.add_argument("--seed", type=int, default=defaults.seed)
-    parser.add_argument("--smoke", action="store_true")
-    parser.add_argument("--verbose", type=int, default=defaults.verbose)
-    distribute.add_arguments(parser)
-    args = parser.parse_args(argv)
-    if args.intra and args.model != "decomposable":
-        parser.error(
-            "--intra needs --model decomposable. Received: --model "
-            f"{args.model}"
+def check_flags(config):
+    """The message for flags that do not go together, or `None`."""
+    if config.intra and config.model != "decomposable":
+        return (
+            f"--intra needs --model decomposable. Received: --model "
+            f"{config.model}"
         )
-    if args.extra_training == "snli" and args.dataset != "sick":
-        parser.error(
+    if config.extra_training == "snli" and config.dataset != "sick":
+        return (
             "--extra-training snli adds SNLI pairs to SICK training; it needs "
-            f"--dataset sick. Received: --dataset {args.dataset}"
+            f"--dataset sick. Received: --dataset {config.dataset}"
         )
-    if args.bucket_width < 0:
-        parser.error(
-            "--bucket-width must be 0 (no buckets) or positive. Received: "
-            f"--bucket-width {args.bucket_width}"
-        )
-    if args.average_last < 0:
-        parser.error(
-            "--average-last must be 0 (the best-dev epoch) or positive. "
-            f"Received: --average-last {args.average_last}"
-        )
-    if args.epochs is None:
-        args.epochs = 1 if args.smoke else defaults.epochs
-    return Config(**{k.replace("-", "_"): v for k, v in vars(args).items()})
+    return None
+
+
+def parse_args(argv=None):
+    return cli.parse_config(
+        Config, argv, description=__doc__.split("\n")[0], check=check_flags
+    )
 
 
 if __name__ == "__main__":

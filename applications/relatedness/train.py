@@ -27,7 +27,6 @@ and `--jit-compile`, as in the translation application (see
 docs/distributed_training.md).
 """
 
-import argparse
 import dataclasses
 import json
 import os
@@ -39,34 +38,38 @@ import numpy as np
 from scipy import stats
 
 from keras_attention import data
-from keras_attention import distribute
 from keras_attention import models
+from keras_attention import training
 from keras_attention.callbacks import BackupAndRestore
+from keras_attention.training import cli
+from keras_attention.training import runs
 from keras_attention.utils import files
 
 
 @dataclasses.dataclass
 class Config:
-    model: str = "resan"  # a key of MODEL_BUILDERS
-    data_dir: str = None  # default: $KERAS_ATTENTION_DATA
-    epochs: int = 20
-    batch_size: int = 25
+    model: str = cli.flag(
+        "resan", "Model.", choices=lambda: sorted(MODEL_BUILDERS)
+    )
+    data_dir: str = None
+    epochs: int = cli.flag(20, default_text="20, or 1 with --smoke")
+    batch_size: int = cli.flag(25, "Pairs per batch.", minimum=1)
     learning_rate: float = 1e-3
     hidden_dim: int = 300
     dropout: float = 0.2
     sparsity_penalty: float = 0.0
     capacity: float = None
     trainable_embeddings: bool = False
-    max_length: int = 40
-    bucket_width: int = 8  # batch widths: multiples of this (0: longest)
-    time_limit_minutes: float = 28.0  # stop training after this long
+    max_length: int = cli.flag(40, "Longer sentences are cut.", minimum=1)
+    bucket_width: int = 8
+    time_limit_minutes: float = cli.flag(28.0, "Stop training after this long.")
     output_dir: str = "runs/relatedness"
     seed: int = 1337
-    smoke: bool = False  # a few dozen pairs (one epoch unless --epochs)
-    strategy: str = "auto"  # see keras_attention.distribute.STRATEGIES
-    mixed_precision: str = "none"  # "none", "float16" or "bfloat16"
-    jit_compile: str = "auto"  # "auto", "true" or "false"
-    verbose: int = 1  # Keras progress bar: 0 silent, 1 bar, 2 one line
+    smoke: bool = False
+    strategy: str = "auto"
+    mixed_precision: str = "none"
+    jit_compile: str = "auto"
+    verbose: int = 1
 
 
 # A builder takes the vocabulary size, the embedding matrix and keyword
@@ -100,22 +103,10 @@ def build_vocabulary(splits, glove_words):
     """Padding, unknown, training words, and dev/test words in GloVe."""
     train_a, train_b, _ = splits["train"]
     vocabulary = data.build_vocabulary(train_a + train_b)
-    known = set(vocabulary)
-    for name in ("dev", "test"):
-        for sentence in splits[name][0] + splits[name][1]:
-            for word in sentence:
-                if word not in known and word in glove_words:
-                    known.add(word)
-                    vocabulary.append(word)
-    return vocabulary
-
-
-def to_ids(sentences, index, length):
-    ids = np.zeros((len(sentences), length), "int32")
-    for row, sentence in enumerate(sentences):
-        sentence = sentence[:length]
-        ids[row, : len(sentence)] = [index.get(w, 1) for w in sentence]
-    return ids
+    others = [
+        s for name in ("dev", "test") for s in splits[name][0] + splits[name][1]
+    ]
+    return data.add_pretrained_words(vocabulary, others, glove_words)
 
 
 def prepare_data(config):
@@ -126,7 +117,7 @@ def prepare_data(config):
         vocabulary, data_dir=config.data_dir, seed=config.seed
     )
     matrix[0] = 0.0
-    index = {word: i for i, word in enumerate(vocabulary)}
+    index = data.vocabulary_index(vocabulary)
     longest = max(
         len(s) for a, b, _ in splits.values() for s in list(a) + list(b)
     )
@@ -134,8 +125,8 @@ def prepare_data(config):
     arrays = {
         name: (
             {
-                "sentence_a": to_ids(a, index, length),
-                "sentence_b": to_ids(b, index, length),
+                "sentence_a": data.word_ids(a, index, length)[0],
+                "sentence_b": data.word_ids(b, index, length)[0],
             },
             scores,
         )
@@ -211,10 +202,10 @@ class DevCorrelation(keras.callbacks.Callback):
 def train(config):
     # The strategy first: a multi-worker strategy must exist before
     # TensorFlow runs any operation.
-    scope = distribute.strategy_scope(config.strategy)
-    distribute.set_mixed_precision(config.mixed_precision)
+    scope = training.strategy_scope(config.strategy)
+    training.set_mixed_precision(config.mixed_precision)
     # Workers other than the chief write to a temporary folder.
-    config.output_dir = distribute.worker_path(config.output_dir)
+    config.output_dir = training.worker_path(config.output_dir)
     os.makedirs(config.output_dir, exist_ok=True)
     keras.utils.set_random_seed(config.seed)
     arrays, vocabulary, matrix, info = prepare_data(config)
@@ -222,10 +213,8 @@ def train(config):
         f"SICK: {info['pairs']} pairs, vocabulary {info['vocabulary_size']} "
         f"({info['glove_found']} in GloVe), length {info['padded_length']}"
     )
-    with open(os.path.join(config.output_dir, "vocabulary.txt"), "w") as f:
-        f.write("\n".join(vocabulary) + "\n")
-    with open(os.path.join(config.output_dir, "config.json"), "w") as f:
-        json.dump(dataclasses.asdict(config), f, indent=2)
+    runs.write_vocabulary(config.output_dir, vocabulary)
+    runs.write_config(config.output_dir, config)
 
     with scope:
         model = MODEL_BUILDERS[config.model](
@@ -239,11 +228,11 @@ def train(config):
             seed=config.seed,
         )
         model.compile(
-            optimizer=distribute.loss_scaled(
+            optimizer=training.loss_scaled(
                 keras.optimizers.Adam(config.learning_rate)
             ),
             loss=keras.losses.KLDivergence(),
-            jit_compile=distribute.jit_compile(config.jit_compile),
+            jit_compile=training.jit_compile(config.jit_compile),
         )
     parameters = int(sum(np.prod(w.shape) for w in model.trainable_weights))
     print(f"{model.name}: {parameters:,} trainable parameters")
@@ -254,13 +243,13 @@ def train(config):
     )
     # Under jax DataParallel every batch must divide among the devices: at
     # most (devices - 1) training and dev pairs are left out of training.
-    distribute.check_batch_size(config.batch_size)
-    x_train, scores_train = distribute.trim_to_batch_multiple(
+    training.check_batch_size(config.batch_size)
+    x_train, scores_train = training.trim_to_batch_multiple(
         (x_train, scores_train)
     )
     checkpoint = os.path.join(config.output_dir, "checkpoint.keras")
     tracker = DevCorrelation(
-        *distribute.trim_to_batch_multiple((x_dev, scores_dev)),
+        *training.trim_to_batch_multiple((x_dev, scores_dev)),
         checkpoint,
         60 * config.time_limit_minutes,
     )
@@ -280,7 +269,7 @@ def train(config):
         batch_size=config.batch_size,
         width_step=config.bucket_width or x_train["sentence_a"].shape[1],
         seed=config.seed,
-        drop_remainder=distribute.batch_multiple() > 1,
+        drop_remainder=training.batch_multiple() > 1,
     )
     callbacks = [tracker, backup]
     start = time.perf_counter()
@@ -293,10 +282,10 @@ def train(config):
         verbose=config.verbose,
     )
     train_seconds = time.perf_counter() - start
-    distribute.end_data_parallel()  # evaluation takes batches of any size
+    training.end_data_parallel()  # evaluation takes batches of any size
 
     best = keras.saving.load_model(checkpoint)
-    files.atomic_save(best, os.path.join(config.output_dir, "model.keras"))
+    files.atomic_save(best, os.path.join(config.output_dir, runs.MODEL_FILE))
     test = correlations(best, *arrays["test"])
     dev = correlations(best, x_dev, scores_dev)
     metrics = {
@@ -315,64 +304,13 @@ def train(config):
         "model": config.model,
         **info,
     }
-    with open(os.path.join(config.output_dir, "metrics.json"), "w") as f:
-        json.dump(metrics, f, indent=2)
+    runs.write_metrics(config.output_dir, metrics)
     print(json.dumps(metrics, indent=2))
     return metrics
 
 
 def parse_args(argv=None):
-    defaults = Config()
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--model", choices=sorted(MODEL_BUILDERS), default=defaults.model
-    )
-    parser.add_argument("--data-dir", default=defaults.data_dir)
-    parser.add_argument(
-        "--epochs",
-        type=int,
-        default=None,
-        help=f"Default {defaults.epochs}, or 1 with --smoke.",
-    )
-    parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
-    parser.add_argument(
-        "--learning-rate", type=float, default=defaults.learning_rate
-    )
-    parser.add_argument("--hidden-dim", type=int, default=defaults.hidden_dim)
-    parser.add_argument("--dropout", type=float, default=defaults.dropout)
-    parser.add_argument(
-        "--sparsity-penalty", type=float, default=defaults.sparsity_penalty
-    )
-    parser.add_argument("--capacity", type=float, default=defaults.capacity)
-    parser.add_argument("--trainable-embeddings", action="store_true")
-    parser.add_argument("--max-length", type=int, default=defaults.max_length)
-    parser.add_argument(
-        "--bucket-width",
-        type=int,
-        default=defaults.bucket_width,
-        help="Batches hold pairs of similar length, padded to a multiple of "
-        "this; 0 pads every batch to the longest sentence. Default: "
-        f"{defaults.bucket_width}.",
-    )
-    parser.add_argument(
-        "--time-limit-minutes",
-        type=float,
-        default=defaults.time_limit_minutes,
-    )
-    parser.add_argument("--output-dir", default=defaults.output_dir)
-    parser.add_argument("--seed", type=int, default=defaults.seed)
-    parser.add_argument("--smoke", action="store_true")
-    parser.add_argument("--verbose", type=int, default=defaults.verbose)
-    distribute.add_arguments(parser)
-    args = parser.parse_args(argv)
-    if args.bucket_width < 0:
-        parser.error(
-            "--bucket-width must be 0 (no buckets) or positive. Received: "
-            f"--bucket-width {args.bucket_width}"
-        )
-    if args.epochs is None:
-        args.epochs = 1 if args.smoke else defaults.epochs
-    return Config(**{k.replace("-", "_"): v for k, v in vars(args).items()})
+    return cli.parse_config(Config, argv, description=__doc__.split("\n")[0])
 
 
 if __name__ == "__main__":

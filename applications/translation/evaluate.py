@@ -34,6 +34,7 @@ from keras_attention import metrics as registered_metrics  # noqa: F401
 from keras_attention import models  # noqa: F401
 from keras_attention import schedules  # noqa: F401
 from keras_attention.data import translation
+from keras_attention.training import runs
 
 SAMPLES = 5
 
@@ -110,12 +111,9 @@ def evaluate(
 
 
 def write_metrics(model_dir, results):
-    path = os.path.join(model_dir, "metrics.json")
     metrics = {}
-    info_path = os.path.join(model_dir, "training.json")
-    if os.path.isfile(info_path):
-        with open(info_path) as f:
-            info = json.load(f)
+    info = runs.read_json(model_dir, runs.TRAINING_FILE)
+    if info:
         for key in (
             "training_time_s",
             "parameter_count",
@@ -128,8 +126,7 @@ def write_metrics(model_dir, results):
             if key in info:
                 metrics[key] = info[key]
     metrics.update(results)
-    with open(path, "w") as f:
-        json.dump(metrics, f, indent=2, sort_keys=True)
+    path = runs.write_metrics(model_dir, metrics, sort_keys=True)
     print(f"Wrote {path}")
     return metrics
 

@@ -27,9 +27,7 @@ resumed copy-task run continues the same stream of batches and ends with
 the weights of an uninterrupted one. `--smoke-epochs` sets its epochs.
 """
 
-import argparse
 import dataclasses
-import json
 import os
 import sys
 import time
@@ -40,12 +38,14 @@ import numpy as np
 from keras_attention import callbacks
 from keras_attention import data
 from keras_attention import decoding
-from keras_attention import distribute
 from keras_attention import losses
 from keras_attention import metrics
 from keras_attention import schedules
+from keras_attention import training
 from keras_attention.data import translation
 from keras_attention.models import Transformer
+from keras_attention.training import cli
+from keras_attention.training import runs
 from keras_attention.utils import files
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -70,10 +70,27 @@ class Config:
     eval_limit: int = None
     data_dir: str = None
     output_dir: str = "runs/translation"
-    strategy: str = "auto"  # see keras_attention.distribute.STRATEGIES
-    mixed_precision: str = "none"  # "none", "float16" or "bfloat16"
-    jit_compile: str = "auto"  # "auto", "true" or "false"
+    strategy: str = "auto"
+    mixed_precision: str = "none"
+    jit_compile: str = "auto"
     seed: int = 0
+
+
+@dataclasses.dataclass
+class Options:
+    """What to run, beside the training settings of `Config`."""
+
+    demo: bool = cli.flag(
+        False,
+        "A tiny model for a few CPU minutes (the copy task without data).",
+    )
+    smoke: bool = False
+    smoke_steps: int = cli.flag(
+        None, "Training steps of the copy task.", default_text=600
+    )
+    smoke_epochs: int = cli.flag(
+        None, "Epochs the copy task's steps are split into.", default_text=4
+    )
 
 
 DEMO = dict(
@@ -90,39 +107,15 @@ DEMO = dict(
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    defaults = Config()
-    for field in dataclasses.fields(Config):
-        flag = "--" + field.name.replace("_", "-")
-        default = getattr(defaults, field.name)
-        kind = field.type if field.type in (int, float) else str
-        if field.name in ("dropout", "eval_limit"):
-            kind = float if field.name == "dropout" else int
-        parser.add_argument(flag, type=kind, default=None, help=f"{default}")
-    parser.add_argument("--demo", action="store_true")
-    parser.add_argument("--smoke", action="store_true")
-    parser.add_argument(
-        "--smoke-steps",
-        type=int,
-        default=None,
-        help="Training steps of the copy task (default 600).",
-    )
-    parser.add_argument(
-        "--smoke-epochs",
-        type=int,
-        default=None,
-        help="Epochs the copy task's steps are split into (default 4).",
-    )
-    args = parser.parse_args(argv)
-    values = dataclasses.asdict(defaults)
-    if args.demo:
-        values.update(DEMO)
-        values["output_dir"] = "runs/translation_demo"
-    for field in dataclasses.fields(Config):
-        given = getattr(args, field.name)
-        if given is not None:
-            values[field.name] = given
-    return Config(**values), args
+    """`(config, options)`: flags given > `--demo`'s values > defaults."""
+    parser = cli.make_parser(__doc__.split("\n")[0], Config, Options)
+    given = cli.given_values(parser, argv)
+    options = cli.build_config(Options, given)
+    values = {}
+    if options.demo:
+        values.update(DEMO, output_dir="runs/translation_demo")
+    values.update(given)
+    return cli.build_config(Config, values), options
 
 
 def compile_model(model, config):
@@ -137,12 +130,12 @@ def compile_model(model, config):
         epsilon=1e-9,
     )
     model.compile(
-        optimizer=distribute.loss_scaled(optimizer),
+        optimizer=training.loss_scaled(optimizer),
         loss=losses.LabelSmoothedSparseCategoricalCrossentropy(
             epsilon=config.label_smoothing
         ),
         metrics=[metrics.MaskedAccuracy(), metrics.Perplexity()],
-        jit_compile=distribute.jit_compile(config.jit_compile),
+        jit_compile=training.jit_compile(config.jit_compile),
     )
 
 
@@ -189,9 +182,9 @@ def run_smoke(config, steps=None, scope=None, epochs=None):
             "The copy task needs at least one step per epoch. Received: "
             f"smoke_steps={steps}, smoke_epochs={epochs}"
         )
-    scope = scope or distribute.strategy_scope(config.strategy)
+    scope = scope or training.strategy_scope(config.strategy)
     # Workers other than the chief write to a temporary folder.
-    config.output_dir = distribute.worker_path(config.output_dir)
+    config.output_dir = training.worker_path(config.output_dir)
     keras.utils.set_random_seed(config.seed)
     rng = np.random.default_rng(config.seed)
     train = copy_task(4000, rng)
@@ -200,7 +193,7 @@ def run_smoke(config, steps=None, scope=None, epochs=None):
         train, train, tokens_per_batch=512, max_length=16, seed=config.seed
     )
     # Under jax DataParallel every batch must divide among the devices.
-    dataset = distribute.divisible_batches(dataset)
+    dataset = training.divisible_batches(dataset)
     config.warmup_steps = 100
     config.learning_rate_scale = 0.5
     config.label_smoothing = 0.0
@@ -234,8 +227,8 @@ def run_smoke(config, steps=None, scope=None, epochs=None):
         verbose=2,
     )
     seconds = time.monotonic() - start
-    replicas = distribute.num_replicas()
-    distribute.end_data_parallel()  # decoding takes batches of any size
+    replicas = training.num_replicas()
+    training.end_data_parallel()  # decoding takes batches of any size
     sources = np.zeros((len(test), 16), "int32")
     for i, row in enumerate(test):
         sources[i, : len(row)] = row
@@ -256,7 +249,7 @@ def run_smoke(config, steps=None, scope=None, epochs=None):
         f"({keras.backend.backend()})"
     )
     os.makedirs(config.output_dir, exist_ok=True)
-    files.atomic_save(model, os.path.join(config.output_dir, "model.keras"))
+    files.atomic_save(model, os.path.join(config.output_dir, runs.MODEL_FILE))
     result = {
         "task": "copy",
         "exact_match": exact,
@@ -267,8 +260,7 @@ def run_smoke(config, steps=None, scope=None, epochs=None):
         "replicas": replicas,
         "dtype_policy": keras.config.dtype_policy().name,
     }
-    with open(os.path.join(config.output_dir, "metrics.json"), "w") as f:
-        json.dump(result, f, indent=2)
+    runs.write_metrics(config.output_dir, result)
     return result
 
 
@@ -285,10 +277,10 @@ def data_available(data_dir):
 
 
 def run_multi30k(config, scope=None):
-    scope = scope or distribute.strategy_scope(config.strategy)
+    scope = scope or training.strategy_scope(config.strategy)
     keras.utils.set_random_seed(config.seed)
     # Workers other than the chief write to a temporary folder.
-    config.output_dir = distribute.worker_path(config.output_dir)
+    config.output_dir = training.worker_path(config.output_dir)
     os.makedirs(config.output_dir, exist_ok=True)
     train_en, train_de = data.load_multi30k("train", data_dir=config.data_dir)
     tokenizer_path = os.path.join(config.output_dir, translation.TOKENIZER_FILE)
@@ -306,16 +298,13 @@ def run_multi30k(config, scope=None):
     targets = translation.encode_sentences(
         tokenizer, train_de, max_length=config.max_length
     )
-    dataset, target_tokens = translation.make_dataset(
+    batches, target_tokens = translation.make_batches(
         sources,
         targets,
         tokens_per_batch=config.tokens_per_batch,
         max_length=config.max_length,
         seed=config.seed,
     )
-    # Under jax DataParallel every batch must divide among the devices (a
-    # few pairs per batch are dropped; the token count is not adjusted).
-    dataset = distribute.divisible_batches(dataset)
     overrides = {"max_sequence_length": 256, "seed": config.seed}
     if config.dropout is not None:
         overrides["dropout"] = config.dropout
@@ -330,11 +319,19 @@ def run_multi30k(config, scope=None):
     backup = callbacks.BackupAndRestore(
         os.path.join(config.output_dir, "backup")
     )
-    # Epoch e is the e-th pass over the shuffled pipeline in every process,
+    # Epoch e's batches are a function of the seed and e in every process,
     # and the stream starts at the backup's epoch: a resumed run trains on
     # the batches an uninterrupted run would.
     done = backup.initial_epoch()
-    stream, steps_per_epoch = translation.epoch_stream(dataset, done)
+    # Under jax DataParallel every batch must divide among the devices (a
+    # few pairs per batch are dropped; the token count is not adjusted).
+    stream = training.divisible_batches(
+        batches.as_dataset(epochs=None, initial_epoch=done)
+    )
+    multiple = training.batch_multiple()
+    steps_per_epoch = sum(
+        len(rows) >= multiple for rows, _ in batches.batches(epoch=0)
+    )
     epoch_times = []
 
     class EpochTimer(keras.callbacks.Callback):
@@ -361,7 +358,7 @@ def run_multi30k(config, scope=None):
         + tensorboard_callback(os.path.join(config.output_dir, "logs")),
     )
     seconds = time.monotonic() - start
-    distribute.end_data_parallel()  # evaluation takes batches of any size
+    training.end_data_parallel()  # evaluation takes batches of any size
     # Epochs of this run and of the interrupted runs it resumed.
     epochs_run = done + len(history.history.get("loss", []))
     # Full epochs only for the throughput (a cut epoch is partly counted).
@@ -380,7 +377,7 @@ def run_multi30k(config, scope=None):
         files.atomic_save(model, current, weights_only=True)
         callbacks.average_checkpoints(model, last[1:] + [current])
         print(f"Averaged the last {len(last)} checkpoints")
-    files.atomic_save(model, os.path.join(config.output_dir, "model.keras"))
+    files.atomic_save(model, os.path.join(config.output_dir, runs.MODEL_FILE))
     info = {
         "preset": config.preset,
         "backend": keras.backend.backend(),
@@ -395,8 +392,7 @@ def run_multi30k(config, scope=None):
         "tokenizer_fingerprint": translation.tokenizer_fingerprint(tokenizer),
         "config": dataclasses.asdict(config),
     }
-    with open(os.path.join(config.output_dir, "training.json"), "w") as f:
-        json.dump(info, f, indent=2)
+    runs.write_json(config.output_dir, runs.TRAINING_FILE, info)
     print(
         f"Trained {epochs_run} epochs in {seconds / 60:.1f} min, "
         f"{tokens_per_second:.0f} target tokens/s, "
@@ -417,8 +413,8 @@ def main(argv=None):
     config, args = parse_args(argv)
     # The strategy first: a multi-worker strategy must exist before
     # TensorFlow runs any operation.
-    scope = distribute.strategy_scope(config.strategy)
-    distribute.set_mixed_precision(config.mixed_precision)
+    scope = training.strategy_scope(config.strategy)
+    training.set_mixed_precision(config.mixed_precision)
     if args.smoke:
         return run_smoke(config, args.smoke_steps, scope, args.smoke_epochs)
     available = data_available(config.data_dir)

@@ -13,10 +13,12 @@ The loaders return plain Python lists and NumPy arrays:
 - `load_glove`: GloVe 6B 50d vectors (staged subset).
 - `load_multi30k`: Multi30k English-German sentence pairs.
 
-`tokenize`, `build_vocabulary`, `LABELS` and `encode_labels` are shared
-text helpers for the word-level NLI models; `BucketedBatches` feeds
-padded id arrays to `model.fit` in length-bucketed batches;
-`make_dataset` and `epoch_stream` do the same for translation pairs.
+`tokenize`, `build_vocabulary` and `word_ids` (`keras_attention.data.words`)
+take text to the padded ids of the word-level models; `LABELS` and
+`encode_labels` map the NLI classes to ids; `BucketedBatches` feeds
+padded id arrays to `model.fit` in length-bucketed batches, and
+`make_batches` (`make_dataset`, `epoch_stream`) builds them for translation
+pairs, with the translation buckets and a token budget per batch.
 """
 
 from keras_attention.data.batching import BucketedBatches
@@ -34,21 +36,27 @@ from keras_attention.data.resolver import read_lines
 from keras_attention.data.sick import load_sick
 from keras_attention.data.sick import read_sick_file
 from keras_attention.data.snli import LABELS
-from keras_attention.data.snli import build_vocabulary
 from keras_attention.data.snli import encode_labels
 from keras_attention.data.snli import load_snli
 from keras_attention.data.snli import read_snli_jsonl
 from keras_attention.data.snli import read_snli_tokenized
-from keras_attention.data.snli import tokenize
 from keras_attention.data.translation import check_tokenizer_matches
 from keras_attention.data.translation import decode_ids
 from keras_attention.data.translation import encode_sentences
 from keras_attention.data.translation import epoch_stream
 from keras_attention.data.translation import load_tokenizer
+from keras_attention.data.translation import make_batches
 from keras_attention.data.translation import make_dataset
 from keras_attention.data.translation import tokenizer_fingerprint
 from keras_attention.data.translation import train_tokenizer
 from keras_attention.data.translation import translate
+from keras_attention.data.words import PAD_ID
+from keras_attention.data.words import UNK_ID
+from keras_attention.data.words import add_pretrained_words
+from keras_attention.data.words import build_vocabulary
+from keras_attention.data.words import tokenize
+from keras_attention.data.words import vocabulary_index
+from keras_attention.data.words import word_ids
 
 __all__ = [
     "BucketedBatches",
@@ -56,6 +64,9 @@ __all__ = [
     "KNOWN_FILES",
     "KnownFile",
     "LABELS",
+    "PAD_ID",
+    "UNK_ID",
+    "add_pretrained_words",
     "build_vocabulary",
     "encode_labels",
     "get_data_dir",
@@ -77,8 +88,11 @@ __all__ = [
     "encode_sentences",
     "epoch_stream",
     "load_tokenizer",
+    "make_batches",
     "make_dataset",
     "tokenizer_fingerprint",
     "train_tokenizer",
     "translate",
+    "vocabulary_index",
+    "word_ids",
 ]

@@ -6,7 +6,9 @@ has 10 tokens and the longest 59, and self-attention costs grow with the
 square of the padded width. `BucketedBatches` groups examples of similar
 length, cuts each batch to a multiple of `width_step` that holds its
 longest example, and feeds `model.fit` through a `tf.data` pipeline that
-works on every Keras backend.
+works on every Keras backend. Translation uses the same class with its
+own bucket widths, a token budget per batch and targets cut with the
+inputs (`keras_attention.data.translation.make_batches`).
 
 The order of the batches is a function of the seed and the epoch number
 only, so a run resumed from a backup (which restarts at an epoch
@@ -46,8 +48,9 @@ class BucketedBatches:
     """Batches of examples of similar length, each cut to its own width.
 
     Examples are grouped by their longest input (over all arrays of
-    `inputs`) into buckets of widths `width_step, 2 * width_step, ...`; a
-    batch takes examples from one bucket and every input array is cut to
+    `inputs`) into buckets of widths `width_step, 2 * width_step, ...` (or
+    the given `widths`: each example goes to the narrowest that holds it);
+    a batch takes examples from one bucket and every input array is cut to
     that bucket's width. Shuffling draws a new order of the examples within
     each bucket and of the batches for every epoch from `(seed, epoch)`.
 
@@ -63,6 +66,13 @@ class BucketedBatches:
         seed: int, seed of the order.
         drop_remainder: bool, drop each bucket's last incomplete batch
             (for strategies that need equal batches).
+        widths: optional list of int, the bucket widths (instead of
+            multiples of `width_step`); the widest must hold every example.
+        tokens_per_batch: optional int. A bucket of width `w` makes batches
+            of `max(1, tokens_per_batch // w)` examples (instead of
+            `batch_size`): about the same number of padded tokens each.
+        cut_targets: bool. `targets` are token ids `(num_examples, length)`
+            cut to the batch's width like the inputs (sequence labels).
 
     Example:
 
@@ -83,9 +93,15 @@ class BucketedBatches:
         shuffle=True,
         seed=0,
         drop_remainder=False,
+        widths=None,
+        tokens_per_batch=None,
+        cut_targets=False,
     ):
         check_positive_int("batch_size", batch_size)
         check_positive_int("width_step", width_step)
+        check_positive_int(
+            "tokens_per_batch", tokens_per_batch, allow_none=True
+        )
         self.single_input = not isinstance(inputs, dict)
         self.inputs = {"inputs": inputs} if self.single_input else inputs
         self.inputs = {k: np.asarray(v) for k, v in self.inputs.items()}
@@ -105,16 +121,48 @@ class BucketedBatches:
         self.shuffle = shuffle
         self.seed = seed
         self.drop_remainder = drop_remainder
+        self.tokens_per_batch = tokens_per_batch
+        self.cut_targets = cut_targets
+        if cut_targets and (targets is None or targets.ndim != 2):
+            raise ValueError(
+                "`cut_targets=True` needs targets of token ids "
+                "(num_examples, length). Received: targets with shape "
+                f"{None if targets is None else targets.shape}"
+            )
 
         self.length = next(iter(self.inputs.values())).shape[1]
         longest = np.max(
             [padded_lengths(ids) for ids in self.inputs.values()], axis=0
         )
-        # Width of each example's bucket: its length rounded up to a
-        # multiple of `width_step` (at least one step), at most `length`.
-        steps = np.maximum(1, -(-longest // width_step))
-        self.example_widths = np.minimum(steps * width_step, self.length)
+        if widths is None:
+            # Width of each example's bucket: its length rounded up to a
+            # multiple of `width_step` (at least one step), at most `length`.
+            steps = np.maximum(1, -(-longest // width_step))
+            self.example_widths = np.minimum(steps * width_step, self.length)
+        else:
+            self.example_widths = self._narrowest(widths, longest)
         self.widths = sorted(set(self.example_widths.tolist()))
+
+    @staticmethod
+    def _narrowest(widths, longest):
+        """The narrowest of `widths` that holds each example."""
+        for width in widths:
+            check_positive_int("widths", width)
+        widths = np.array(sorted(set(widths)))
+        index = np.searchsorted(widths, longest)
+        if len(longest) and index.max() == len(widths):
+            raise ValueError(
+                "Every example must fit the widest bucket. Received: an "
+                f"example of {int(longest.max())} tokens and "
+                f"widths={widths.tolist()}"
+            )
+        return widths[index]
+
+    def size_of(self, width):
+        """Examples per batch of the bucket of width `width`."""
+        if self.tokens_per_batch is None:
+            return self.batch_size
+        return max(1, self.tokens_per_batch // width)
 
     def _check_inputs(self):
         shapes = {}
@@ -140,9 +188,10 @@ class BucketedBatches:
             rows = np.flatnonzero(self.example_widths == width)
             if self.shuffle:
                 rows = rng.permutation(rows)
-            for start in range(0, len(rows), self.batch_size):
-                chunk = rows[start : start + self.batch_size]
-                if self.drop_remainder and len(chunk) < self.batch_size:
+            size = self.size_of(width)
+            for start in range(0, len(rows), size):
+                chunk = rows[start : start + size]
+                if self.drop_remainder and len(chunk) < size:
                     continue
                 batches.append((chunk, width))
         if self.shuffle:
@@ -160,9 +209,11 @@ class BucketedBatches:
             x = x["inputs"]
         if self.targets is None:
             return x
+        if self.cut_targets:
+            return x, self.targets[rows, :width]
         return x, self.targets[rows]
 
-    def as_dataset(self, epochs=1, initial_epoch=0):
+    def as_dataset(self, epochs=1, initial_epoch=0, new_order_per_pass=False):
         """A `tf.data.Dataset` of the batches of `epochs` epochs.
 
         Epoch `initial_epoch` comes first. `epochs=None` gives an endless
@@ -170,6 +221,12 @@ class BucketedBatches:
         at `BackupAndRestore.initial_epoch()` and a resumed run sees the
         batches an uninterrupted run sees. The order is fixed by the
         position in the stream, so prefetching cannot change it.
+
+        With `new_order_per_pass`, each new pass over the dataset (each
+        `iter`, for example each pass of `dataset.repeat()`) continues with
+        the next epochs, as a reshuffling `tf.data` pipeline does: pass `k`
+        holds epochs `initial_epoch + k * epochs, ...`. The order is then a
+        function of the seed and the number of passes made.
         """
         check_non_negative_int("initial_epoch", initial_epoch)
         check_positive_int("epochs", epochs, allow_none=True)
@@ -186,11 +243,17 @@ class BucketedBatches:
             x_spec = x_spec["inputs"]
         signature = x_spec
         if self.targets is not None:
-            signature = (x_spec, spec(self.targets, False))
+            signature = (x_spec, spec(self.targets, self.cut_targets))
+
+        passes = [0]
 
         def generate():
-            epoch = initial_epoch
-            while epochs is None or epoch < initial_epoch + epochs:
+            first = initial_epoch
+            if new_order_per_pass and epochs is not None:
+                first += passes[0] * epochs
+                passes[0] += 1
+            epoch = first
+            while epochs is None or epoch < first + epochs:
                 for rows, width in self.batches(epoch):
                     yield self.batch(rows, width)
                 epoch += 1

@@ -10,14 +10,11 @@ Two sources of SNLI are supported (see the data README):
   complete, train = the first 1,024 lines of the official training file).
   Rows with `gold_label == "-"` are skipped and counted.
 
-`tokenize` and `build_vocabulary` are the word-level helpers shared by the
-SNLI and SICK applications; `LABELS` / `encode_labels` map the three NLI
-classes to integer ids.
+`LABELS` / `encode_labels` map the three NLI classes to integer ids; the
+word tokenizer and vocabulary are in `keras_attention.data.words`.
 """
 
-import collections
 import json
-import re
 
 import numpy as np
 
@@ -38,109 +35,6 @@ _JSONL_FILE = {
     "test": "snli/jsonl/snli_1.0_test.jsonl.gz",
 }
 _NO_GOLD_LABEL = "-"
-
-# Contractions are split the Penn Treebank way ("don't" -> "do", "n't";
-# "it's" -> "it", "'s"), other inner apostrophes are kept ("o'clock");
-# "..." and "--" stay whole, other punctuation becomes one token per
-# character.
-_CLITICS = r"(?:s|re|ve|ll|d|m)\b"
-_TOKEN_PATTERN = re.compile(
-    rf"\w+(?=n't\b)|n't\b|'{_CLITICS}|\w+(?:'(?!{_CLITICS})\w+)*"
-    r"|\.\.\.|--|[^\w\s]"
-)
-
-
-def tokenize(text):
-    """Splits a sentence into lowercase word and punctuation tokens.
-
-    Punctuation is split off as separate tokens and contractions are split
-    the Penn Treebank way, which matches the GloVe vocabulary. Already
-    tokenized text (such as the InferSent files) is left as it is, apart
-    from lowercasing.
-
-    Example: `tokenize("A man isn't riding.")` returns
-    `["a", "man", "is", "n't", "riding", "."]`.
-
-    Args:
-        text: The sentence, a string.
-
-    Returns:
-        A list of token strings.
-
-    Raises:
-        TypeError: If `text` is not a string.
-    """
-    if not isinstance(text, str):
-        raise TypeError(
-            f"Expected `text` to be a string. Received: text={text!r} of "
-            f"type {type(text).__name__}"
-        )
-    return _TOKEN_PATTERN.findall(text.lower())
-
-
-def build_vocabulary(
-    sentences, min_count=1, reserved=("<pad>", "<unk>"), max_size=None
-):
-    """Builds a word vocabulary from sentences.
-
-    Args:
-        sentences: Iterable of sentences. Strings are split with
-            `tokenize`; lists or tuples are taken as already tokenized.
-        min_count: Minimum number of occurrences for a word to be kept.
-        reserved: Tokens placed first, in this order (by default padding
-            at index 0 and the unknown-word token at index 1). They are not
-            repeated if they also occur in the sentences.
-        max_size: Optional maximum vocabulary size, reserved tokens
-            included.
-
-    Returns:
-        A list of words: the reserved tokens, then the kept words by
-        decreasing count, ties broken by first occurrence. Index `i` of the
-        list is the id of the word.
-
-    Raises:
-        ValueError: If `min_count` is smaller than 1, if `max_size` is
-            smaller than the number of reserved tokens, or if `reserved`
-            contains duplicates.
-    """
-    if isinstance(min_count, bool) or not isinstance(min_count, int):
-        raise ValueError(
-            f"Expected `min_count` to be an integer >= 1. "
-            f"Received: min_count={min_count!r}"
-        )
-    if min_count < 1:
-        raise ValueError(
-            f"Expected `min_count` to be an integer >= 1. "
-            f"Received: min_count={min_count!r}"
-        )
-    reserved = tuple(reserved)
-    if len(set(reserved)) != len(reserved):
-        raise ValueError(
-            "Expected distinct reserved tokens. "
-            f"Received: reserved={reserved!r}"
-        )
-    if max_size is not None and max_size < len(reserved):
-        raise ValueError(
-            "Expected `max_size` to be at least the number of reserved "
-            f"tokens ({len(reserved)}). Received: max_size={max_size!r}"
-        )
-    counts = collections.Counter()
-    for sentence in sentences:
-        tokens = tokenize(sentence) if isinstance(sentence, str) else sentence
-        counts.update(tokens)
-    # Counter keeps first-insertion order, and sorted() is stable.
-    words = sorted(counts, key=lambda word: -counts[word])
-    reserved_set = set(reserved)
-    vocabulary = list(reserved)
-    for word in words:
-        if counts[word] < min_count:
-            break
-        if word in reserved_set:
-            continue
-        if max_size is not None and len(vocabulary) >= max_size:
-            break
-        vocabulary.append(word)
-    return vocabulary
 
 
 def encode_labels(labels):

@@ -1,4 +1,4 @@
-"""Subword tokenizer and length-bucketed `tf.data` pipeline for translation.
+"""Subword tokenizer and length-bucketed batches for translation.
 
 One SentencePiece model is trained on the source and target sides of the
 training split together (a shared vocabulary, as the tied Transformer
@@ -17,6 +17,7 @@ import warnings
 
 import numpy as np
 
+from keras_attention.data.batching import BucketedBatches
 from keras_attention.utils.validation import check_non_negative_int
 
 PAD_ID = 0
@@ -197,7 +198,7 @@ def bucket_boundaries(max_length, step=4, start=8):
     return edges + [max_length + 1]
 
 
-def make_dataset(
+def make_batches(
     source_ids,
     target_ids,
     tokens_per_batch=4096,
@@ -206,35 +207,36 @@ def make_dataset(
     seed=0,
     drop_remainder=True,
 ):
-    """A `tf.data` pipeline of length-bucketed translation batches.
+    """Length-bucketed translation batches, a `BucketedBatches`.
 
-    Pairs are grouped by length into buckets; each batch holds about
-    `tokens_per_batch` padded target tokens (batch size = tokens /
-    bucket length), is padded to its bucket's edge (few distinct shapes,
-    so compiled training steps are reused), shuffled and prefetched.
-    Pairs with a side longer than `max_length` are dropped.
+    Pairs are grouped by length into the buckets of `bucket_boundaries`;
+    each batch holds about `tokens_per_batch` padded target tokens (batch
+    size = tokens / bucket width) and is padded to its bucket's width (few
+    distinct shapes, so compiled training steps are reused). Pairs with a
+    side longer than `max_length` are dropped. The order of each epoch is
+    a function of `(seed, epoch)`, so
+    `batches.as_dataset(epochs=None, initial_epoch=...)` resumes a run with
+    the batches of an uninterrupted one.
 
-    Each element is `(inputs, labels)` with `inputs` a dict of
+    Each batch is `(inputs, labels)` with `inputs` a dict of
     `"encoder_token_ids"` `(B, S)` and `"decoder_token_ids"` `(B, T)` (the
     target with `START_ID` in front) and `labels` `(B, T)` (the target
-    followed by `END_ID`, which `target_ids` must already end with).
-    The dataset works with `model.fit` on every Keras backend.
+    followed by `END_ID`, which `target_ids` must already end with); the
+    source and target of a batch are padded to the same width.
 
     Args:
         source_ids: list of lists of ints.
         target_ids: list of lists of ints (ending with `END_ID`).
         tokens_per_batch: int. About this many tokens per batch.
         max_length: int. Longest sequence kept.
-        shuffle: bool. Shuffle pairs and batches (every epoch).
+        shuffle: bool. A new order of pairs and batches every epoch.
         seed: int. Shuffle seed.
         drop_remainder: bool. Drop incomplete batches of a bucket.
 
     Returns:
-        `(dataset, target_tokens)`: the `tf.data.Dataset` and the number of
-        real target tokens in one pass over it.
+        `(batches, target_tokens)`: the `BucketedBatches` and the number of
+        real target tokens in one pass over the kept pairs.
     """
-    import tensorflow as tf
-
     if len(source_ids) != len(target_ids):
         raise ValueError(
             "Source and target lists must have the same length. Received: "
@@ -250,45 +252,48 @@ def make_dataset(
             f"No sentence pair fits max_length={max_length}. Received: "
             f"{len(source_ids)} pairs"
         )
-    sources = _ragged([p[0] for p in pairs])
-    targets = _ragged([p[1] for p in pairs])
-    edges = bucket_boundaries(max_length)
+    sources = np.full((len(pairs), max_length), PAD_ID, "int32")
+    decoder_inputs = np.full((len(pairs), max_length), PAD_ID, "int32")
+    labels = np.full((len(pairs), max_length), PAD_ID, "int32")
+    for row, (source, target) in enumerate(pairs):
+        sources[row, : len(source)] = source
+        # The decoder reads the target shifted right by one.
+        decoder_inputs[row, : len(target)] = [START_ID] + list(target[:-1])
+        labels[row, : len(target)] = target
     # Buckets are [.., edges[0]), [edges[0], edges[1]), ...; pad to edge - 1.
-    sizes = [max(1, tokens_per_batch // (e - 1)) for e in edges]
-    sizes.append(sizes[-1])
-    dataset = tf.data.Dataset.from_tensor_slices((sources, targets))
-    if shuffle:
-        dataset = dataset.shuffle(len(pairs), seed=seed)
-
-    def split(source, target):
-        decoder_input = tf.concat([[START_ID], target[:-1]], axis=0)
-        return source, decoder_input, target
-
-    dataset = dataset.map(split, num_parallel_calls=tf.data.AUTOTUNE)
-    dataset = dataset.bucket_by_sequence_length(
-        element_length_func=lambda s, d, t: tf.maximum(
-            tf.shape(s)[0], tf.shape(t)[0]
-        ),
-        bucket_boundaries=edges,
-        bucket_batch_sizes=sizes,
-        padding_values=(PAD_ID, PAD_ID, PAD_ID),
-        pad_to_bucket_boundary=True,
+    widths = [edge - 1 for edge in bucket_boundaries(max_length)]
+    batches = BucketedBatches(
+        {"encoder_token_ids": sources, "decoder_token_ids": decoder_inputs},
+        labels,
+        widths=widths,
+        tokens_per_batch=tokens_per_batch,
+        cut_targets=True,
+        shuffle=shuffle,
+        seed=seed,
         drop_remainder=drop_remainder,
     )
+    return batches, sum(len(t) for _, t in pairs)
 
-    def to_inputs(source, decoder_input, target):
-        inputs = {
-            "encoder_token_ids": source,
-            "decoder_token_ids": decoder_input,
-        }
-        return inputs, target
 
-    dataset = dataset.map(to_inputs)
-    if shuffle:
-        dataset = dataset.shuffle(64, seed=seed)
-    dataset = dataset.prefetch(tf.data.AUTOTUNE)
-    count = sum(len(t) for _, t in pairs)
-    return dataset, count
+def make_dataset(source_ids, target_ids, **options):
+    """A `tf.data` dataset of one epoch of `make_batches`, reshuffled on
+    every pass.
+
+    Each pass over the dataset (each `iter`, each pass of `repeat()`) is
+    the next epoch of the seed's order, as with a reshuffling `tf.data`
+    pipeline; the dataset works with `model.fit` on every Keras backend.
+
+    Args:
+        source_ids, target_ids: as in `make_batches`.
+        **options: the other arguments of `make_batches`
+            (`tokens_per_batch`, `max_length`, `shuffle`, `seed`,
+            `drop_remainder`).
+
+    Returns:
+        `(dataset, target_tokens)`.
+    """
+    batches, count = make_batches(source_ids, target_ids, **options)
+    return batches.as_dataset(epochs=1, new_order_per_pass=True), count
 
 
 def epoch_stream(dataset, initial_epoch=0):
@@ -327,14 +332,6 @@ def epoch_stream(dataset, initial_epoch=0):
         )
     stream = dataset.repeat().skip(int(initial_epoch) * steps)
     return stream, steps
-
-
-def _ragged(rows):
-    import tensorflow as tf
-
-    lengths = np.array([len(r) for r in rows], "int64")
-    flat = np.concatenate([np.asarray(r, "int32") for r in rows])
-    return tf.RaggedTensor.from_row_lengths(flat, lengths)
 
 
 def translate(

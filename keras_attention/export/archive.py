@@ -7,6 +7,8 @@ with its tokenizer or vocabulary into a temporary run folder and run the
 same exporter in a Python subprocess with `KERAS_BACKEND=tensorflow`, so
 the exported graph holds the trained weights and only standard TensorFlow
 (and TensorFlow Text) ops, whichever backend trained the model.
+
+Run folders are read through `keras_attention.training.runs`.
 """
 
 import json
@@ -20,9 +22,6 @@ import uuid
 import keras
 
 from keras_attention.utils.validation import check_positive_int
-
-MODEL_FILE = "model.keras"
-CONFIG_FILE = "config.json"
 
 
 class Untracked:
@@ -77,33 +76,6 @@ def save_version(module, path, signatures):
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return path
-
-
-def read_run_config(run_dir):
-    """The run's `config.json` as a dict (empty if there is none)."""
-    path = os.path.join(run_dir, CONFIG_FILE)
-    if not os.path.isfile(path):
-        return {}
-    with open(path) as f:
-        return json.load(f)
-
-
-def load_run_model(run_dir):
-    """Loads `run_dir/model.keras` with the package's classes registered."""
-    # Registers the layers, models, losses, metrics and schedules by name.
-    from keras_attention import layers  # noqa: F401
-    from keras_attention import losses  # noqa: F401
-    from keras_attention import metrics  # noqa: F401
-    from keras_attention import models  # noqa: F401
-    from keras_attention import schedules  # noqa: F401
-
-    path = os.path.join(run_dir, MODEL_FILE)
-    if not os.path.isfile(path):
-        raise ValueError(
-            f"No {MODEL_FILE} in the run folder. Received: "
-            f"run_dir_or_model={run_dir!r}"
-        )
-    return keras.saving.load_model(path, compile=False)
 
 
 def needs_tensorflow_process():

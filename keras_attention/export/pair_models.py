@@ -32,15 +32,15 @@ Serving rules, row by row (one row never changes another's result):
 
 import os
 
-import numpy as np
 import tensorflow as tf
 
 from keras_attention.data import LABELS
+from keras_attention.data import words
 from keras_attention.export import archive
 from keras_attention.export import text
+from keras_attention.training import runs
 from keras_attention.utils.validation import check_positive_int
 
-VOCABULARY_FILE = "vocabulary.txt"
 DEFAULT_MAX_LENGTH = 100
 
 
@@ -223,43 +223,25 @@ def _export_pair(
             return archive.export_in_tensorflow(
                 function_name, run_dir, export_dir, options
             )
-        model = archive.load_run_model(run_dir)
-        vocabulary = read_vocabulary(os.path.join(run_dir, VOCABULARY_FILE))
+        model = runs.load_model(run_dir)
+        vocabulary = runs.read_vocabulary(
+            os.path.join(run_dir, runs.VOCABULARY_FILE)
+        )
         if max_length is None:
-            max_length = archive.read_run_config(run_dir).get("max_length")
+            max_length = runs.read_config(run_dir).get("max_length")
     else:
         model = run_dir_or_model
         vocabulary = _vocabulary_list(vocabulary)
         if archive.needs_tensorflow_process():
             with archive.temporary_run_dir() as run_dir:
-                model.save(os.path.join(run_dir, archive.MODEL_FILE))
-                write_vocabulary(
-                    os.path.join(run_dir, VOCABULARY_FILE), vocabulary
-                )
+                model.save(os.path.join(run_dir, runs.MODEL_FILE))
+                runs.write_vocabulary(run_dir, vocabulary)
                 return archive.export_in_tensorflow(
                     function_name, run_dir, export_dir, options
                 )
     max_length = max_length or DEFAULT_MAX_LENGTH
     module = PairModule(model, vocabulary, max_length, input_names, head)
     return archive.save_version(module, path, module.signatures())
-
-
-def read_vocabulary(path):
-    """The words of a `vocabulary.txt` (one per line), index = id."""
-    if not os.path.isfile(path):
-        raise ValueError(
-            f"No vocabulary file at '{path}'. Received: vocabulary={path!r}"
-        )
-    with open(path, encoding="utf-8") as f:
-        words = f.read().split("\n")
-    if words and words[-1] == "":
-        words = words[:-1]
-    return words
-
-
-def write_vocabulary(path, vocabulary):
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("\n".join(vocabulary) + "\n")
 
 
 def _vocabulary_list(vocabulary):
@@ -269,7 +251,7 @@ def _vocabulary_list(vocabulary):
             "or a vocabulary.txt path). Received: vocabulary=None"
         )
     if isinstance(vocabulary, (str, os.PathLike)):
-        return read_vocabulary(os.fspath(vocabulary))
+        return runs.read_vocabulary(os.fspath(vocabulary))
     words = list(vocabulary)
     if len(words) < 2 or not all(isinstance(w, str) for w in words):
         raise ValueError(
@@ -282,19 +264,8 @@ def _vocabulary_list(vocabulary):
 def python_token_ids(sentences, vocabulary, max_length):
     """The Python reference of the in-graph ids, `(B, T)` int32.
 
-    `keras_attention.data.tokenize`, cut to `max_length` words, looked up
-    (unknown -> 1) and padded with 0 to the longest sentence (at least one
-    column), as the exported graph does.
+    `keras_attention.data.word_ids`: `tokenize`, cut to `max_length`
+    words, looked up (unknown -> 1) and padded with 0 to the longest
+    sentence (at least one column), as the exported graph does.
     """
-    from keras_attention.data import tokenize
-
-    index = {}
-    for i, word in enumerate(vocabulary):
-        index.setdefault(word, i)
-    rows = [
-        [index.get(w, 1) for w in tokenize(s)[:max_length]] for s in sentences
-    ]
-    ids = np.zeros((len(rows), max([1] + [len(r) for r in rows])), "int32")
-    for i, row in enumerate(rows):
-        ids[i, : len(row)] = row
-    return ids
+    return words.word_ids(sentences, vocabulary, max_length=max_length)[0]

@@ -56,6 +56,7 @@ from keras_attention import decoding
 from keras_attention.data import translation
 from keras_attention.export import archive
 from keras_attention.export import text
+from keras_attention.training import runs
 from keras_attention.utils.validation import check_positive_int
 
 
@@ -272,14 +273,14 @@ def export_translator(
             return archive.export_in_tensorflow(
                 "export_translator", run_dir, export_dir, options
             )
-        model = archive.load_run_model(run_dir)
+        model = runs.load_model(run_dir)
         proto = _read_proto(os.path.join(run_dir, translation.TOKENIZER_FILE))
     else:
         model = run_dir_or_model
         proto = _proto_bytes(tokenizer)
         if archive.needs_tensorflow_process():
             with archive.temporary_run_dir() as run_dir:
-                model.save(os.path.join(run_dir, archive.MODEL_FILE))
+                model.save(os.path.join(run_dir, runs.MODEL_FILE))
                 tokenizer_path = os.path.join(
                     run_dir, translation.TOKENIZER_FILE
                 )

@@ -11,11 +11,12 @@ The encoder maps token ids to a sentence vector with forward and backward
 import keras
 from keras import ops
 
-from keras_attention import distribute
 from keras_attention.layers.reinforced_self_attention import (
     ReinforcedSelfAttention,
 )
 from keras_attention.layers.source2_token_attention import Source2TokenAttention
+from keras_attention.ops.replicas import replica_sum
+from keras_attention.ops.replicas import scale_for_replicas
 from keras_attention.utils.validation import check_positive_int
 from keras_attention.utils.validation import check_rate
 
@@ -248,7 +249,7 @@ class _ReinforcedPairModel(keras.Model):
         reward = reward - self.sparsity_penalty * rate
         # A mean over the local batch: divided by the replicas in sync, as
         # Keras does for compiled losses, since their gradients are summed.
-        return loss + self.reward_weight * distribute.scale_for_replicas(
+        return loss + self.reward_weight * scale_for_replicas(
             policy_gradient_loss(reward, log_prob)
         )
 
@@ -298,7 +299,7 @@ def policy_gradient_loss(reward, log_prob):
     """
     reward = ops.stop_gradient(ops.cast(reward, "float32"))
     count = ops.cast(ops.shape(reward)[0], "float32")
-    total = distribute.replica_sum(ops.stack([ops.sum(reward), count]))
+    total = replica_sum(ops.stack([ops.sum(reward), count]))
     baseline = (total[0] - reward) / ops.maximum(total[1] - 1.0, 1.0)
     advantage = reward - baseline
     return -ops.mean(advantage * ops.cast(log_prob, "float32"))

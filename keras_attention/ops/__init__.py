@@ -1,6 +1,8 @@
 """Pure functions on `keras.ops`: masks, masked softmax, attention maths.
 
 Layers hold weights and call these; nothing here creates variables.
+`replica_sum` and `scale_for_replicas` are the two sums over the replicas
+of a `tf.distribute` step that hand-written loss terms need.
 """
 
 from keras_attention.ops.attention import scaled_dot_product_attention
@@ -14,6 +16,8 @@ from keras_attention.ops.multi_dimensional import directional_mask
 from keras_attention.ops.multi_dimensional import multi_dimensional_attention
 from keras_attention.ops.positions import sinusoidal_encoding
 from keras_attention.ops.positions import sinusoidal_positions
+from keras_attention.ops.replicas import replica_sum
+from keras_attention.ops.replicas import scale_for_replicas
 
 __all__ = [
     "causal_mask",
@@ -24,6 +28,8 @@ __all__ = [
     "merge_masks",
     "multi_dimensional_attention",
     "pairwise_mask",
+    "replica_sum",
+    "scale_for_replicas",
     "scaled_dot_product_attention",
     "sinusoidal_encoding",
     "sinusoidal_positions",

@@ -91,12 +91,17 @@ def test_mismatched_line_counts_are_a_clear_error(tmp_path):
         data.read_parallel(en, de)
 
 
-def test_dataset_batches_are_bucketed_shifted_and_padded():
-    rng = np.random.default_rng(0)
-    rows = [
+def random_rows(seed, count):
+    """`count` id lists of 2-19 random ids, each ending with the end id."""
+    rng = np.random.default_rng(seed)
+    return [
         rng.integers(4, 20, size=n).tolist() + [translation.END_ID]
-        for n in rng.integers(2, 20, size=200)
+        for n in rng.integers(2, 20, size=count)
     ]
+
+
+def test_dataset_batches_are_bucketed_shifted_and_padded():
+    rows = random_rows(seed=0, count=200)
     dataset, tokens = translation.make_dataset(
         rows, rows, tokens_per_batch=64, max_length=24, shuffle=False
     )
@@ -128,11 +133,7 @@ def _batch_keys(stream, count):
 def test_epoch_stream_resumes_with_the_batches_of_an_uninterrupted_run(
     drop_remainder,
 ):
-    rng = np.random.default_rng(1)
-    rows = [
-        rng.integers(4, 20, size=n).tolist() + [translation.END_ID]
-        for n in rng.integers(2, 20, size=300)
-    ]
+    rows = random_rows(seed=1, count=300)
 
     def pipeline():
         dataset, _ = translation.make_dataset(
@@ -158,6 +159,22 @@ def test_epoch_stream_resumes_with_the_batches_of_an_uninterrupted_run(
     resumed, resumed_steps = data.epoch_stream(pipeline(), initial_epoch=2)
     assert resumed_steps == steps
     assert _batch_keys(resumed, 2 * steps) == epochs[2 * steps :]
+
+
+def test_make_batches_resume_at_an_epoch_with_the_same_batches():
+    rows = random_rows(seed=2, count=200)
+    batches, tokens = translation.make_batches(
+        rows, rows, tokens_per_batch=96, max_length=24, seed=3
+    )
+    assert tokens == sum(len(r) for r in rows)
+    steps = len(batches)
+    full = _batch_keys(batches.as_dataset(epochs=None), 3 * steps)
+    again, _ = translation.make_batches(
+        rows, rows, tokens_per_batch=96, max_length=24, seed=3
+    )
+    resumed = again.as_dataset(epochs=None, initial_epoch=2)
+    assert _batch_keys(resumed, steps) == full[2 * steps :]
+    assert full[:steps] != full[steps : 2 * steps]
 
 
 def test_epoch_stream_rejects_bad_arguments():

@@ -128,6 +128,10 @@ def test_fit_on_the_stream_takes_one_step_per_batch():
         ({"batch_size": 2.5}, "batch_size=2.5"),
         ({"width_step": 0}, "width_step=0"),
         ({"targets": np.zeros(3)}, "targets with 3 rows"),
+        ({"tokens_per_batch": 0}, "tokens_per_batch=0"),
+        ({"widths": [4, 8]}, "widest bucket"),
+        ({"widths": [0, 20]}, "widths=0"),
+        ({"cut_targets": True}, "cut_targets"),
     ],
 )
 def test_bad_arguments_are_named(kwargs, message):
@@ -144,6 +148,70 @@ def test_inputs_of_different_shapes_are_rejected():
         )
     with pytest.raises(ValueError, match="2D integer array"):
         BucketedBatches({"a": np.ones((4, 5), "float32")})
+
+
+def test_given_widths_take_the_narrowest_bucket_that_holds_each_example():
+    inputs, targets = make_pairs(num_examples=60)
+    batches = BucketedBatches(
+        inputs, targets, batch_size=4, widths=[7, 11, 20], shuffle=False
+    )
+    longest = np.maximum(
+        padded_lengths(inputs["premise"]), padded_lengths(inputs["hypothesis"])
+    )
+    expected = np.where(longest <= 7, 7, np.where(longest <= 11, 11, 20))
+    np.testing.assert_array_equal(batches.example_widths, expected)
+    assert set(batches.widths) <= {7, 11, 20}
+
+
+def test_a_token_budget_sets_each_buckets_batch_size():
+    inputs, targets = make_pairs(num_examples=80)
+    batches = BucketedBatches(
+        inputs,
+        targets,
+        widths=[5, 10, 20],
+        tokens_per_batch=40,
+        drop_remainder=True,
+    )
+    sizes = {}
+    for rows, width in batches.batches(epoch=1):
+        sizes.setdefault(width, set()).add(len(rows))
+    assert sizes and all(
+        found == {40 // width} for width, found in sizes.items()
+    ), sizes
+
+
+def test_sequence_targets_are_cut_with_the_inputs():
+    inputs, _ = make_pairs(num_examples=20)
+    labels = inputs["hypothesis"].copy()
+    batches = BucketedBatches(
+        inputs, labels, batch_size=4, width_step=4, cut_targets=True
+    )
+    for rows, width in batches.batches(epoch=0):
+        x, y = batches.batch(rows, width)
+        np.testing.assert_array_equal(y, labels[rows, :width])
+    x, y = next(iter(batches.as_dataset()))
+    assert y.shape == x["premise"].shape
+
+
+def test_new_order_per_pass_moves_on_one_epoch_per_pass():
+    inputs, targets = make_pairs(num_examples=30, length=12)
+    batches = BucketedBatches(inputs, targets, batch_size=8, width_step=4)
+    dataset = batches.as_dataset(epochs=1, new_order_per_pass=True)
+
+    def labels(stream):
+        return [y.numpy().tolist() for _, y in stream]
+
+    def epoch(e):
+        return [targets[rows].tolist() for rows, _ in batches.batches(e)]
+
+    assert labels(dataset) == epoch(0)
+    assert labels(dataset) == epoch(1)
+    # A new dataset starts again at the first epoch.
+    again = batches.as_dataset(epochs=1, new_order_per_pass=True)
+    assert labels(again) == epoch(0)
+    # Without it, every pass repeats the same epoch.
+    fixed = batches.as_dataset(epochs=1)
+    assert labels(fixed) == labels(fixed) == epoch(0)
 
 
 def test_docstring_example_runs():

@@ -35,8 +35,8 @@ import keras
 import numpy as np
 import pytest
 
-from keras_attention import distribute
 from keras_attention.testing.threads import single_torch_thread
+from keras_attention.training import precision
 
 HERE = pathlib.Path(__file__).parent
 _spec = importlib.util.spec_from_file_location(
@@ -54,14 +54,14 @@ PRECISIONS = {"tensorflow": ("float16",), "torch": ("bfloat16",)}
 @pytest.fixture
 def policy():
     """Sets a global dtype policy for one test and restores float32."""
-    yield distribute.set_mixed_precision
-    distribute.set_mixed_precision("none")
+    yield precision.set_mixed_precision
+    precision.set_mixed_precision("none")
 
 
 def losses_over_steps(name, steps=STEPS):
     model, loss = tiny_models.tiny_model(name)
     model.compile(
-        optimizer=distribute.loss_scaled(keras.optimizers.Adam(1e-2)),
+        optimizer=precision.loss_scaled(keras.optimizers.Adam(1e-2)),
         loss=loss,
     )
     batches = [tiny_models.batch(name, size=8, seed=s) for s in range(3)]

@@ -154,7 +154,7 @@ def compare_replicas(backend):
 
     import keras
 
-    from keras_attention import distribute
+    from keras_attention.training import strategies
 
     if backend == "tensorflow":
         import tensorflow as tf
@@ -173,8 +173,8 @@ def compare_replicas(backend):
         if backend == "tensorflow":
             scope = strategy.scope()
         else:
-            scope = distribute.strategy_scope("data_parallel")
-            replicas = distribute.num_replicas()
+            scope = strategies.strategy_scope("data_parallel")
+            replicas = strategies.num_replicas()
         double = one_step(name, scope, jit_compile)
         names = single[2]
         sampler = [i for i, n in enumerate(names) if "sampler" in n]
@@ -199,19 +199,19 @@ def batch_helpers():
     """What the batch helpers do under DataParallel on two devices."""
     import tensorflow as tf
 
-    from keras_attention import distribute
+    from keras_attention.training import strategies
 
     rows = {"a": np.arange(5), "b": np.arange(5)}
     dataset = tf.data.Dataset.from_tensor_slices((rows, np.arange(5)))
-    batches = distribute.divisible_batches(dataset.batch(3))
+    batches = strategies.divisible_batches(dataset.batch(3))
     try:
-        distribute.check_batch_size(3)
+        strategies.check_batch_size(3)
         odd_batch_error = None
     except ValueError as error:
         odd_batch_error = str(error)
     return {
-        "batch_multiple": distribute.batch_multiple(),
-        "trimmed_rows": len(distribute.trim_to_batch_multiple(rows)["a"]),
+        "batch_multiple": strategies.batch_multiple(),
+        "trimmed_rows": len(strategies.trim_to_batch_multiple(rows)["a"]),
         "batch_sizes": [int(len(y)) for _, y in batches.as_numpy_iterator()],
         "odd_batch_error": odd_batch_error,
     }

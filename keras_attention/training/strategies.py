@@ -1,20 +1,4 @@
-"""Training on several devices: strategies, mixed precision and XLA.
-
-The training scripts share these few functions:
-
-```python
-scope = distribute.strategy_scope(args.strategy)  # first, before any data
-distribute.set_mixed_precision(args.mixed_precision)
-with scope:
-    model = build_model()
-    model.compile(
-        optimizer=distribute.loss_scaled(optimizer),
-        loss=loss,
-        jit_compile=distribute.jit_compile(args.jit_compile),
-    )
-model.fit(dataset)
-model.save(distribute.worker_path("runs/model.keras"))
-```
+"""Distribution strategies, batch sizes that divide, and the chief's files.
 
 Strategies by backend (`name`):
 
@@ -33,12 +17,11 @@ Strategies by backend (`name`):
   listed, and the mesh spans every host.
 - torch: `"none"` only (`"auto"` resolves to it).
 
-Losses under `tf.distribute` are computed per replica and the replicas'
-gradients are summed, so a loss term added by hand must be divided by the
-number of replicas (`scale_for_replicas`) and statistics over the batch
-must be taken over the global batch (`replica_sum`), or the result depends
-on the number of devices. On JAX the step sees the global batch and both
-functions return their input unchanged.
+Under jax `DataParallel` every batch must divide among the devices
+(`batch_multiple`, `trim_to_batch_multiple`, `check_batch_size`,
+`divisible_batches`); with a multi-worker strategy only the chief writes
+the run's files (`is_chief`, `worker_path`). The sums over replicas that
+hand-written loss terms need are in `keras_attention.ops.replicas`.
 """
 
 import atexit
@@ -49,7 +32,6 @@ import shutil
 import tempfile
 
 import keras
-from keras import ops
 
 STRATEGIES = ("auto", "none", "mirrored", "multi_worker", "data_parallel")
 BACKEND_STRATEGIES = {
@@ -57,12 +39,6 @@ BACKEND_STRATEGIES = {
     "jax": ("none", "data_parallel"),
     "torch": ("none",),
 }
-MIXED_PRECISION = {
-    "none": "float32",
-    "float16": "mixed_float16",
-    "bfloat16": "mixed_bfloat16",
-}
-JIT_COMPILE = {"auto": "auto", "true": True, "false": False}
 
 # One strategy object per process: MultiWorkerMirroredStrategy may be
 # created only once, and every scope must use the same MirroredStrategy.
@@ -384,138 +360,3 @@ def worker_path(path):
     folder = tempfile.mkdtemp(prefix="keras_attention_worker_")
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     return os.path.join(folder, os.path.basename(os.path.normpath(path)))
-
-
-def set_mixed_precision(name="none"):
-    """Sets the global Keras dtype policy for `--mixed-precision name`.
-
-    `"float16"` -> `"mixed_float16"` (compute in float16, variables in
-    float32; compile with `loss_scaled(optimizer)`), `"bfloat16"` ->
-    `"mixed_bfloat16"` (no loss scaling needed), `"none"` -> `"float32"`.
-    Models built afterwards use the policy; the models' output layers
-    compute in float32.
-
-    Args:
-        name: str. `"none"`, `"float16"` or `"bfloat16"`. Defaults to
-            `"none"`.
-
-    Returns:
-        The policy name that was set.
-
-    Example:
-
-    >>> set_mixed_precision("bfloat16")
-    'mixed_bfloat16'
-    >>> set_mixed_precision("none")
-    'float32'
-    """
-    if name not in MIXED_PRECISION:
-        raise ValueError(
-            f"Argument `mixed_precision` must be one of "
-            f"{tuple(MIXED_PRECISION)}. Received: mixed_precision={name!r}"
-        )
-    policy = MIXED_PRECISION[name]
-    keras.mixed_precision.set_dtype_policy(policy)
-    return policy
-
-
-def loss_scaled(optimizer):
-    """`optimizer`, in a `LossScaleOptimizer` under `mixed_float16`.
-
-    Float16 gradients of small losses underflow to zero; dynamic loss
-    scaling multiplies the loss before differentiation and divides the
-    gradients after, skipping steps whose gradients overflow. Keras's
-    `compile` also wraps the optimizer when the model's policy is
-    `mixed_float16`; doing it here makes the choice visible and holds for
-    models built with an explicit dtype.
-    """
-    policy = keras.config.dtype_policy().name
-    if policy == "mixed_float16" and not isinstance(
-        optimizer, keras.optimizers.LossScaleOptimizer
-    ):
-        return keras.optimizers.LossScaleOptimizer(optimizer)
-    return optimizer
-
-
-def jit_compile(value="auto"):
-    """`compile(jit_compile=...)` for `--jit-compile auto|true|false`.
-
-    `"auto"` lets Keras decide: XLA on tensorflow with an accelerator,
-    `jax.jit` on jax (always), eager on torch. `"true"` asks for XLA on
-    tensorflow and `torch.compile` on torch; `"false"` runs tensorflow
-    graphs without XLA and jax uncompiled (slow).
-
-    Example:
-
-    >>> jit_compile("false")
-    False
-    """
-    key = str(value).lower()
-    if key not in JIT_COMPILE:
-        raise ValueError(
-            "Argument `jit_compile` must be one of ('auto', 'true', "
-            f"'false'). Received: jit_compile={value!r}"
-        )
-    return JIT_COMPILE[key]
-
-
-def add_arguments(parser, default_strategy="auto"):
-    """Adds `--strategy`, `--mixed-precision` and `--jit-compile`."""
-    parser.add_argument(
-        "--strategy",
-        choices=STRATEGIES,
-        default=default_strategy,
-        help="Distribution (see keras_attention.distribute). Default: "
-        f"{default_strategy}.",
-    )
-    parser.add_argument(
-        "--mixed-precision",
-        choices=tuple(MIXED_PRECISION),
-        default="none",
-        help="Compute dtype: float16 (with loss scaling) or bfloat16.",
-    )
-    parser.add_argument(
-        "--jit-compile",
-        choices=tuple(JIT_COMPILE),
-        default="auto",
-        help="XLA / jax.jit / torch.compile for the train step.",
-    )
-
-
-# Loss terms written by hand (not through a `keras.losses.Loss`).
-
-
-def replica_sum(value):
-    """Sums `value` over the replicas of a `tf.distribute` step.
-
-    Inside a replica of a tensorflow strategy with several replicas, an
-    all-reduce; elsewhere (one replica, jax, torch) `value` itself. Use it
-    for batch statistics that must cover the global batch.
-    """
-    if keras.backend.backend() != "tensorflow":
-        return value
-    import tensorflow as tf
-
-    context = tf.distribute.get_replica_context()
-    if context is None or context.num_replicas_in_sync == 1:
-        return value
-    return context.all_reduce(tf.distribute.ReduceOp.SUM, value)
-
-
-def scale_for_replicas(loss):
-    """Divides a per-replica mean loss by the replicas in sync.
-
-    `tf.distribute` sums the replicas' gradients, so a loss averaged over
-    the local batch must be divided by the number of replicas to give the
-    gradient of the mean over the global batch (what `keras.losses.Loss`
-    does for compiled losses). Identity on jax and torch, and with one
-    replica.
-    """
-    if keras.backend.backend() != "tensorflow":
-        return loss
-    import tensorflow as tf
-
-    replicas = tf.distribute.get_strategy().num_replicas_in_sync
-    if replicas == 1:
-        return loss
-    return loss * ops.cast(1.0 / replicas, loss.dtype)

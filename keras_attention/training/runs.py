@@ -1,0 +1,147 @@
+"""The run folder a training program writes, and reading it back.
+
+A run folder holds the trained model and what is needed to use it:
+
+```
+run_dir/
+  model.keras        # the trained model (MODEL_FILE)
+  config.json        # the settings it was trained with (CONFIG_FILE)
+  metrics.json       # its results (METRICS_FILE)
+  vocabulary.txt     # word models: one word per line, line i = id i
+  tokenizer.model    # translation: the SentencePiece model
+  training.json      # translation: time, steps, tokenizer fingerprint
+```
+
+Every file is written through `keras_attention.utils.files` (a temporary
+file renamed over the final name), so a process killed mid-write never
+leaves a half-written file that a later step or a resumed run would read.
+"""
+
+import dataclasses
+import json
+import os
+
+import keras
+
+from keras_attention.utils import files
+
+MODEL_FILE = "model.keras"
+CONFIG_FILE = "config.json"
+METRICS_FILE = "metrics.json"
+VOCABULARY_FILE = "vocabulary.txt"
+TRAINING_FILE = "training.json"
+
+
+def write_json(run_dir, name, values, sort_keys=False):
+    """Writes `values` (a dict, or a dataclass) to `run_dir/name` as JSON.
+
+    Returns:
+        The path written.
+    """
+    if dataclasses.is_dataclass(values) and not isinstance(values, type):
+        values = dataclasses.asdict(values)
+    text = json.dumps(values, indent=2, sort_keys=sort_keys)
+    return files.atomic_write_text(os.path.join(run_dir, name), text)
+
+
+def read_json(run_dir, name):
+    """The JSON object in `run_dir/name`, or `{}` if there is no file."""
+    path = os.path.join(run_dir, name)
+    if not os.path.isfile(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def write_config(run_dir, config):
+    """Writes the run's settings (a dataclass or dict) to `config.json`."""
+    return write_json(run_dir, CONFIG_FILE, config)
+
+
+def read_config(run_dir):
+    """The run's `config.json` as a dict (empty if there is none)."""
+    return read_json(run_dir, CONFIG_FILE)
+
+
+def write_metrics(run_dir, metrics, sort_keys=False):
+    """Writes the run's results (a dict) to `metrics.json`."""
+    return write_json(run_dir, METRICS_FILE, metrics, sort_keys=sort_keys)
+
+
+def read_metrics(run_dir):
+    """The run's `metrics.json` as a dict (empty if there is none)."""
+    return read_json(run_dir, METRICS_FILE)
+
+
+def vocabulary_path(run_dir_or_path):
+    """`run_dir/vocabulary.txt` for a folder; a file path as it is."""
+    path = os.fspath(run_dir_or_path)
+    if os.path.isdir(path):
+        return os.path.join(path, VOCABULARY_FILE)
+    return path
+
+
+def write_vocabulary(run_dir_or_path, vocabulary):
+    """Writes the words, one per line (line `i` is id `i`).
+
+    Args:
+        run_dir_or_path: a run folder (the file is its `vocabulary.txt`)
+            or the path of the file.
+        vocabulary: list of str.
+
+    Returns:
+        The path written.
+    """
+    return files.atomic_write_text(
+        vocabulary_path(run_dir_or_path), "\n".join(vocabulary) + "\n"
+    )
+
+
+def read_vocabulary(run_dir_or_path):
+    """The words of a `vocabulary.txt` (one per line), index = id.
+
+    Args:
+        run_dir_or_path: a run folder or the path of the file.
+
+    Raises:
+        ValueError: If there is no such file.
+    """
+    path = vocabulary_path(run_dir_or_path)
+    if not os.path.isfile(path):
+        raise ValueError(
+            f"No vocabulary file at '{path}'. Received: "
+            f"vocabulary={os.fspath(run_dir_or_path)!r}"
+        )
+    with open(path, encoding="utf-8") as f:
+        words = f.read().split("\n")
+    if words and words[-1] == "":
+        words = words[:-1]
+    return words
+
+
+def load_model(run_dir, compile=False, safe_mode=True):
+    """Loads `run_dir/model.keras` with the package's classes registered.
+
+    Args:
+        run_dir: the run folder.
+        compile: bool. Restore the optimizer, loss and metrics too.
+            Defaults to `False` (inference and export need none).
+        safe_mode: bool. Refuse lambdas in the file. Defaults to `True`.
+
+    Raises:
+        ValueError: If the folder holds no `model.keras`.
+    """
+    # Registers the layers, models, losses, metrics and schedules by name.
+    from keras_attention import layers  # noqa: F401
+    from keras_attention import losses  # noqa: F401
+    from keras_attention import metrics  # noqa: F401
+    from keras_attention import models  # noqa: F401
+    from keras_attention import schedules  # noqa: F401
+
+    path = os.path.join(os.fspath(run_dir), MODEL_FILE)
+    if not os.path.isfile(path):
+        raise ValueError(
+            f"No {MODEL_FILE} in the run folder. Received: "
+            f"run_dir_or_model={os.fspath(run_dir)!r}"
+        )
+    return keras.saving.load_model(path, compile=compile, safe_mode=safe_mode)

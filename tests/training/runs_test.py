@@ -1,0 +1,86 @@
+"""The run folder: atomic writes, reads, and loading the run's model."""
+
+import dataclasses
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from keras_attention import models
+from keras_attention.training import runs
+
+
+@dataclasses.dataclass
+class Config:
+    epochs: int = 3
+    output_dir: str = "runs/x"
+
+
+def test_config_and_metrics_round_trip(tmp_path):
+    runs.write_config(tmp_path, Config())
+    runs.write_metrics(tmp_path, {"b": 2.5, "a": [1, 2]}, sort_keys=True)
+    assert runs.read_config(tmp_path) == {"epochs": 3, "output_dir": "runs/x"}
+    assert runs.read_metrics(tmp_path) == {"a": [1, 2], "b": 2.5}
+    text = (tmp_path / runs.METRICS_FILE).read_text()
+    assert text.index('"a"') < text.index('"b"')
+
+
+def test_a_missing_file_reads_as_empty(tmp_path):
+    assert runs.read_config(tmp_path) == {}
+    assert runs.read_json(tmp_path, runs.TRAINING_FILE) == {}
+
+
+def test_writes_leave_no_temporary_file(tmp_path):
+    runs.write_config(tmp_path, {"a": 1})
+    runs.write_vocabulary(tmp_path, ["<pad>", "<unk>", "dog"])
+    assert sorted(os.listdir(tmp_path)) == [
+        runs.CONFIG_FILE,
+        runs.VOCABULARY_FILE,
+    ]
+
+
+def test_a_failed_write_keeps_the_previous_file(tmp_path):
+    runs.write_metrics(tmp_path, {"a": 1})
+    with pytest.raises(TypeError):
+        runs.write_metrics(tmp_path, {"a": object()})
+    assert runs.read_metrics(tmp_path) == {"a": 1}
+    assert os.listdir(tmp_path) == [runs.METRICS_FILE]
+
+
+def test_vocabulary_round_trip_by_folder_or_path(tmp_path):
+    words = ["<pad>", "<unk>", "a", "n't", "é"]
+    path = runs.write_vocabulary(tmp_path, words)
+    assert path == os.path.join(tmp_path, runs.VOCABULARY_FILE)
+    assert runs.read_vocabulary(tmp_path) == words
+    assert runs.read_vocabulary(path) == words
+    assert (tmp_path / runs.VOCABULARY_FILE).read_text("utf-8").endswith("é\n")
+
+
+def test_missing_vocabulary_and_model_are_named(tmp_path):
+    with pytest.raises(ValueError, match="No vocabulary file"):
+        runs.read_vocabulary(tmp_path)
+    with pytest.raises(ValueError, match="No model.keras"):
+        runs.load_model(tmp_path)
+
+
+def test_load_model_reads_the_runs_model(tmp_path):
+    model = models.bag_of_words_model(vocabulary_size=6, hidden_dim=4)
+    model.save(tmp_path / runs.MODEL_FILE)
+    loaded = runs.load_model(tmp_path)
+    x = {
+        "premise": np.array([[2, 3, 0]], "int32"),
+        "hypothesis": np.array([[4, 0, 0]], "int32"),
+    }
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(loaded(x)),
+        keras.ops.convert_to_numpy(model(x)),
+        atol=1e-6,
+    )
+
+
+def test_json_is_plain_and_indented(tmp_path):
+    runs.write_json(tmp_path, "x.json", {"a": 1})
+    assert json.loads((tmp_path / "x.json").read_text()) == {"a": 1}
+    assert (tmp_path / "x.json").read_text() == '{\n  "a": 1\n}'
