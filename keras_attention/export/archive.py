@@ -25,13 +25,6 @@ MODEL_FILE = "model.keras"
 CONFIG_FILE = "config.json"
 
 
-class Untracked:
-    """Holds a value out of sight of TensorFlow's object tracking."""
-
-    def __init__(self, value):
-        self.value = value
-
-
 def version_path(export_dir, version):
     """`export_dir/<version>`, the layout TensorFlow Serving watches.
 

@@ -38,6 +38,7 @@ import tensorflow as tf
 from keras_attention.data import LABELS
 from keras_attention.export import archive
 from keras_attention.export import text
+from keras_attention.utils.untracked import Untracked
 from keras_attention.utils.validation import check_positive_int
 
 VOCABULARY_FILE = "vocabulary.txt"
@@ -58,7 +59,7 @@ class PairModule(tf.Module):
 
     def __init__(self, model, vocabulary, max_length, input_names, head):
         super().__init__(name="pair_model")
-        self._model = archive.Untracked(model)
+        self._model = Untracked(model)
         self.model_variables = [v.value for v in model.variables]
         self.table = text.vocabulary_table(vocabulary)
         self.max_length = max_length
