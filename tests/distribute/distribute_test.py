@@ -1,9 +1,9 @@
 """The flags and helpers of `keras_attention.distribute` on one device."""
 
 import argparse
-import importlib.util
 import pathlib
 
+import helpers
 import keras
 import pytest
 
@@ -13,12 +13,7 @@ ROOT = pathlib.Path(__file__).parents[2]
 
 
 def load_app(name):
-    spec = importlib.util.spec_from_file_location(
-        f"{name}_train", ROOT / "applications" / name / "train.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return helpers.load_script(f"applications/{name}/train.py", f"{name}_train")
 
 
 @pytest.fixture

@@ -1,17 +1,9 @@
 import numpy as np
 import pytest
 from keras import ops
+from references import numpy_masked_softmax
 
 from keras_attention import ops as ka_ops
-
-
-def numpy_masked_softmax(logits, mask):
-    logits = np.where(mask, np.float64(logits), -np.inf)
-    peak = np.max(logits, axis=-1, keepdims=True)
-    peak = np.where(np.isfinite(peak), peak, 0.0)
-    exp = np.where(mask, np.exp(logits - peak), 0.0)
-    total = exp.sum(-1, keepdims=True)
-    return np.divide(exp, total, out=np.zeros_like(exp), where=total > 0)
 
 
 def to_numpy(x):
