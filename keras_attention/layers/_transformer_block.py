@@ -169,20 +169,25 @@ class TransformerBlockBase(keras.layers.Layer):
             self.feedforward_norm.build(inputs_shape)
         self.feedforward_dropout = self._dropout("feedforward_dropout")
 
+    def _residual(self, name, x, sublayer, training):
+        """`residual_sublayer` with the norm `{name}_norm` and the dropout
+        `{name}_dropout` of this block."""
+        return residual_sublayer(
+            x,
+            sublayer,
+            getattr(self, f"{name}_norm"),
+            getattr(self, f"{name}_dropout"),
+            self.norm_first,
+            training,
+        )
+
     def _feedforward(self, x, training):
         def feedforward(x):
             # (B, T, F) -> (B, T, intermediate_dim) -> (B, T, F)
             x = self.feedforward_intermediate_dense(x)
             return self.feedforward_output_dense(x), None
 
-        x, _ = residual_sublayer(
-            x,
-            feedforward,
-            self.feedforward_norm,
-            self.feedforward_dropout,
-            self.norm_first,
-            training,
-        )
+        x, _ = self._residual("feedforward", x, feedforward, training)
         return x
 
     def get_config(self):

@@ -2,7 +2,6 @@ import keras
 from keras import ops
 
 from keras_attention.layers._transformer_block import TransformerBlockBase
-from keras_attention.layers._transformer_block import residual_sublayer
 from keras_attention.ops import merge_masks
 from keras_attention.utils.dtypes import floating_inputs
 from keras_attention.utils.masks import kept_keras_masks
@@ -285,13 +284,8 @@ class TransformerDecoderBlock(TransformerBlockBase):
             )
             return attended, (cache, scores)
 
-        x, (self_attention_cache, scores) = residual_sublayer(
-            inputs,
-            self_attend,
-            self.self_attention_norm,
-            self.self_attention_dropout,
-            self.norm_first,
-            training,
+        x, (self_attention_cache, scores) = self._residual(
+            "self_attention", inputs, self_attend, training
         )
 
         if self.cross_attention is not None:
@@ -317,13 +311,8 @@ class TransformerDecoderBlock(TransformerBlockBase):
                 )
                 return attended, cross_scores
 
-            x, cross_scores = residual_sublayer(
-                x,
-                cross_attend,
-                self.cross_attention_norm,
-                self.cross_attention_dropout,
-                self.norm_first,
-                training,
+            x, cross_scores = self._residual(
+                "cross_attention", x, cross_attend, training
             )
             scores += cross_scores
 

@@ -1,7 +1,6 @@
 import keras
 
 from keras_attention.layers._transformer_block import TransformerBlockBase
-from keras_attention.layers._transformer_block import residual_sublayer
 from keras_attention.ops import merge_masks
 from keras_attention.utils.dtypes import floating_inputs
 from keras_attention.utils.masks import kept_keras_masks
@@ -167,14 +166,7 @@ class TransformerEncoderBlock(TransformerBlockBase):
                 return attended
             return attended, None
 
-        x, scores = residual_sublayer(
-            x,
-            self_attend,
-            self.self_attention_norm,
-            self.self_attention_dropout,
-            self.norm_first,
-            training,
-        )
+        x, scores = self._residual("self_attention", x, self_attend, training)
         x = self._feedforward(x, training)
         if return_attention_scores:
             return x, scores

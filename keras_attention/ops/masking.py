@@ -183,16 +183,8 @@ def masked_mean(inputs, mask, keepdims=False):
 
     A row with no real token gives zeros. Half-precision inputs are summed
     in float32 (a float16 sum of a few tokens of size 1e4 overflows) and
-    the mean is returned in the dtype of `inputs`.
-
-    Args:
-        inputs: float tensor `(B, T, F)`.
-        mask: boolean tensor `(B, T)`, `True` = real token.
-        keepdims: bool. Return `(B, 1, F)` instead of `(B, F)`. Defaults
-            to `False`.
-
-    Returns:
-        `(B, F)` (or `(B, 1, F)`) in the dtype of `inputs`.
+    the mean is returned in the dtype of `inputs`. Arguments and shapes are
+    those of `masked_sum`.
 
     Example:
 

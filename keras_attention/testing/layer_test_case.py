@@ -255,10 +255,7 @@ class LayerTestCase(unittest.TestCase):
     ):
         model = build_model(layer_cls(**init_kwargs), input_data, call_kwargs)
         expected = _numpy(_flatten(model(_as_model_inputs(input_data))))
-        with tempfile.TemporaryDirectory() as directory:
-            path = os.path.join(directory, "model.keras")
-            model.save(path)
-            revived = keras.saving.load_model(path, safe_mode=True)
+        revived = reload_model(model)
         actual = _numpy(_flatten(revived(_as_model_inputs(input_data))))
         for a, e in zip(actual, expected):
             np.testing.assert_allclose(a, e, atol=tolerance, rtol=0)
@@ -336,14 +333,19 @@ class LayerTestCase(unittest.TestCase):
             [a.shape for a in expected[1]],
             "the two lengths gave outputs of the same shapes",
         )
-        with tempfile.TemporaryDirectory() as directory:
-            path = os.path.join(directory, "model.keras")
-            model.save(path)
-            revived = keras.saving.load_model(path, safe_mode=True)
+        revived = reload_model(model)
         for data, outputs in zip((input_data, longer), expected):
             actual = _numpy(_flatten(revived(_as_model_inputs(data))))
             for a, e in zip(actual, outputs):
                 np.testing.assert_allclose(a, e, atol=tolerance, rtol=0)
+
+
+def reload_model(model):
+    """`model` saved to a `.keras` file and loaded with `safe_mode=True`."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "model.keras")
+        model.save(path)
+        return keras.saving.load_model(path, safe_mode=True)
 
 
 def call_layer(layer, input_data, call_kwargs=None):
