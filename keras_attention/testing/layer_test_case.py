@@ -329,9 +329,9 @@ class LayerTestCase(unittest.TestCase):
                 np.testing.assert_allclose(a, e, atol=tolerance, rtol=0)
             expected.append(outputs)
         self.assertNotEqual(
-            [a.shape for a in expected[0]],
-            [a.shape for a in expected[1]],
-            "the two lengths gave outputs of the same shapes",
+            _shapes(input_data),
+            _shapes(longer),
+            "no input has a sequence axis to change the length of",
         )
         revived = reload_model(model)
         for data, outputs in zip((input_data, longer), expected):
@@ -436,6 +436,12 @@ def _batch_size(input_data):
     if isinstance(input_data, dict):
         return np.shape(next(iter(input_data.values())))[0]
     return np.shape(input_data)[0]
+
+
+def _shapes(input_data):
+    if isinstance(input_data, dict):
+        return [np.shape(value) for value in input_data.values()]
+    return [np.shape(input_data)]
 
 
 def _dtype(value):
