@@ -275,7 +275,7 @@ def run_backend(args):
 
     from keras_attention import losses
     from keras_attention.models import Transformer
-    from keras_attention.models.transformer import PRESETS
+    from keras_attention.models.transformer_base import PRESETS
 
     keras.utils.set_random_seed(args.seed)
     precisions = args.precisions.split(",")

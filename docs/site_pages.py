@@ -49,6 +49,7 @@ API_MODULES = (
     "schedules",
     "metrics",
     "callbacks",
+    "checkpoints",
     "decoding",
     "data",
     "export",

@@ -25,6 +25,7 @@ Masks are boolean with `True` meaning "keep". Per-sequence masks have shape
 """
 
 from keras_attention import callbacks
+from keras_attention import checkpoints
 from keras_attention import data
 from keras_attention import decoding
 from keras_attention import layers
@@ -38,6 +39,7 @@ from keras_attention.version import __version__
 
 __all__ = [
     "callbacks",
+    "checkpoints",
     "data",
     "decoding",
     "layers",

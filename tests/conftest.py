@@ -1,5 +1,12 @@
+import pathlib
+import sys
+
 import keras
 import pytest
+
+# The shared helpers (`references`, `helpers`) sit beside this file; the
+# importlib import mode puts no test folder on `sys.path`.
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
 # `make test-fast` runs `-m "not slow"`: the tests whose node id starts with
 # one of these get the `slow` marker. Application runs, and whole files that

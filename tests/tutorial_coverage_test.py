@@ -8,9 +8,10 @@ docstring is one that `tests/public_api_test.py` runs.
 
 import ast
 import doctest
-import importlib.util
 import pathlib
 import re
+
+import helpers
 
 from keras_attention import layers
 
@@ -40,11 +41,7 @@ def constructed_in_examples(examples, class_name):
 
 def documented_objects():
     """The `(name, object)` pairs whose docstring examples CI runs."""
-    spec = importlib.util.spec_from_file_location(
-        "public_api_test", PUBLIC_API_TEST
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = helpers.load_script(PUBLIC_API_TEST, "public_api_test")
     return module._documented_objects()
 
 

@@ -51,8 +51,8 @@ from keras_attention import models
 from keras_attention import training
 from keras_attention.callbacks import BackupAndRestore
 from keras_attention.callbacks import ModelCheckpoint
-from keras_attention.callbacks import average_checkpoints
-from keras_attention.callbacks import last_checkpoints
+from keras_attention.checkpoints import average_checkpoints
+from keras_attention.checkpoints import last_checkpoints
 from keras_attention.training import cli
 from keras_attention.training import runs
 from keras_attention.utils import files

@@ -42,6 +42,8 @@ from keras_attention import losses
 from keras_attention import metrics
 from keras_attention import schedules
 from keras_attention import training
+from keras_attention.checkpoints import average_checkpoints
+from keras_attention.checkpoints import last_checkpoints
 from keras_attention.data import translation
 from keras_attention.models import Transformer
 from keras_attention.training import cli
@@ -366,16 +368,16 @@ def run_multi30k(config, scope=None):
     tokens_per_second = (
         target_tokens * len(full) / sum(full) if full else float("nan")
     )
-    last = callbacks.last_checkpoints(checkpoints, config.average_last)
+    last = last_checkpoints(checkpoints, config.average_last)
     if len(last) > 1 and not time_limit.stopped_early:
-        callbacks.average_checkpoints(model, last)
+        average_checkpoints(model, last)
         print(f"Averaged the last {len(last)} checkpoints")
     elif len(last) > 1:
         # The final, cut epoch has no checkpoint; average the saved ones
         # with the current weights.
         current = os.path.join(checkpoints, "final.weights.h5")
         files.atomic_save(model, current, weights_only=True)
-        callbacks.average_checkpoints(model, last[1:] + [current])
+        average_checkpoints(model, last[1:] + [current])
         print(f"Averaged the last {len(last)} checkpoints")
     files.atomic_save(model, os.path.join(config.output_dir, runs.MODEL_FILE))
     info = {

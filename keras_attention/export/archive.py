@@ -24,13 +24,6 @@ import keras
 from keras_attention.utils.validation import check_positive_int
 
 
-class Untracked:
-    """Holds a value out of sight of TensorFlow's object tracking."""
-
-    def __init__(self, value):
-        self.value = value
-
-
 def version_path(export_dir, version):
     """`export_dir/<version>`, the layout TensorFlow Serving watches.
 

@@ -39,6 +39,7 @@ from keras_attention.data import words
 from keras_attention.export import archive
 from keras_attention.export import text
 from keras_attention.training import runs
+from keras_attention.utils.untracked import Untracked
 from keras_attention.utils.validation import check_positive_int
 
 DEFAULT_MAX_LENGTH = 100
@@ -58,7 +59,7 @@ class PairModule(tf.Module):
 
     def __init__(self, model, vocabulary, max_length, input_names, head):
         super().__init__(name="pair_model")
-        self._model = archive.Untracked(model)
+        self._model = Untracked(model)
         self.model_variables = [v.value for v in model.variables]
         self.table = text.vocabulary_table(vocabulary)
         self.max_length = max_length

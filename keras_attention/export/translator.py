@@ -57,6 +57,7 @@ from keras_attention.data import translation
 from keras_attention.export import archive
 from keras_attention.export import text
 from keras_attention.training import runs
+from keras_attention.utils.untracked import Untracked
 from keras_attention.utils.validation import check_positive_int
 
 
@@ -113,7 +114,7 @@ class TranslatorModule(tf.Module):
         # The weights are tracked as plain variables; the Keras model is
         # kept out of tracking, or saving would serialize its own
         # functions too (several times slower, and nothing uses them).
-        self._model = archive.Untracked(model)
+        self._model = Untracked(model)
         self.model_variables = [v.value for v in model.variables]
         self.tokenizer = tf_text.SentencepieceTokenizer(
             model=proto, out_type=tf.int32

@@ -1,17 +1,55 @@
 """The feed-forward networks F, G and H of the decomposable attention model.
 
-Each is a stack of `Dense` layers with an activation, followed by dropout
-(Parikh et al., 2016, section 4: two ReLU layers of 200 units, dropout
-0.2). The helpers below build the `Dense` sublayers for a layer that owns
-them and apply the stack with the owner's seed generator.
+Each is a stack of `Dense` layers with an activation, each followed by
+dropout (Parikh et al., 2016, section 4: two ReLU layers of 200 units,
+dropout 0.2). `dense_stack` makes the `Dense` layers, named
+`{name}_dense_{i}`, for both users: the layers that own a network (F in
+`SoftAlignment`, the intra-sentence network in `IntraSentenceAttention`)
+build them with `build_feed_forward` and apply them with
+`apply_feed_forward` and their seed generator; the model builder
+(`decomposable_attention_model`) calls them in its functional graph with
+`keras.layers.Dropout` between them.
 """
 
 import keras
 
+from keras_attention.utils.initializers import clone_initializer
 
-def clone_initializer(initializer):
-    """A fresh copy of `initializer`, so same-shaped kernels differ."""
-    return initializer.__class__.from_config(initializer.get_config())
+
+def dense_stack(
+    name,
+    hidden_dim,
+    num_layers,
+    activation="relu",
+    kernel_initializer="glorot_uniform",
+    bias_initializer="zeros",
+    dtype=None,
+):
+    """`num_layers` unbuilt `Dense` layers of `hidden_dim` units.
+
+    Args:
+        name: prefix of the layer names, `{name}_dense_{i}`.
+        hidden_dim: int. Width of every `Dense` layer.
+        num_layers: int. Number of `Dense` layers.
+        activation: activation of every `Dense` layer.
+        kernel_initializer: a Keras initializer, cloned for each layer.
+        bias_initializer: a Keras initializer, cloned for each layer.
+        dtype: the dtype policy of the layers.
+
+    Returns:
+        A list of `keras.layers.Dense`.
+    """
+    return [
+        keras.layers.Dense(
+            hidden_dim,
+            activation=activation,
+            kernel_initializer=clone_initializer(kernel_initializer),
+            bias_initializer=clone_initializer(bias_initializer),
+            dtype=dtype,
+            name=f"{name}_dense_{index}",
+        )
+        for index in range(num_layers)
+    ]
 
 
 def build_feed_forward(
@@ -24,34 +62,28 @@ def build_feed_forward(
     kernel_initializer,
     bias_initializer,
 ):
-    """Builds `num_layers` `Dense` sublayers named `{name}_dense_{i}`.
+    """Builds the `dense_stack` of a layer that owns it.
 
     Args:
         owner: the layer that owns the sublayers (gives the dtype policy).
-        name: prefix of the sublayer names.
         input_dim: int. Width of the stack's input.
-        hidden_dim: int. Width of every `Dense` layer.
-        num_layers: int. Number of `Dense` layers.
-        activation: activation of every `Dense` layer.
-        kernel_initializer: a Keras initializer, cloned for each layer.
-        bias_initializer: a Keras initializer, cloned for each layer.
+        Others: as in `dense_stack`.
 
     Returns:
         A list of built `keras.layers.Dense`.
     """
-    stack = []
+    stack = dense_stack(
+        name,
+        hidden_dim,
+        num_layers,
+        activation,
+        kernel_initializer,
+        bias_initializer,
+        dtype=owner.dtype_policy,
+    )
     width = input_dim
-    for index in range(num_layers):
-        dense = keras.layers.Dense(
-            hidden_dim,
-            activation=activation,
-            kernel_initializer=clone_initializer(kernel_initializer),
-            bias_initializer=clone_initializer(bias_initializer),
-            dtype=owner.dtype_policy,
-            name=f"{name}_dense_{index}",
-        )
+    for dense in stack:
         dense.build((None, None, width))
-        stack.append(dense)
         width = hidden_dim
     return stack
 

@@ -11,6 +11,7 @@ from keras_attention.ops import merge_masks
 from keras_attention.ops import pairwise_mask
 from keras_attention.ops import scaled_dot_product_attention
 from keras_attention.utils.dtypes import floating_inputs
+from keras_attention.utils.initializers import clone_initializer
 from keras_attention.utils.masks import drop_keras_masks
 from keras_attention.utils.validation import check_dims
 from keras_attention.utils.validation import check_mask
@@ -340,12 +341,9 @@ class MultiHeadAttention(keras.layers.Layer):
     def _sublayer_kwargs(self):
         # A fresh initializer object per sublayer, so two same-shaped kernels
         # never share values.
-        def clone(initializer):
-            return initializer.__class__.from_config(initializer.get_config())
-
         return dict(
-            kernel_initializer=clone(self.kernel_initializer),
-            bias_initializer=clone(self.bias_initializer),
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
             kernel_regularizer=self.kernel_regularizer,
             bias_regularizer=self.bias_regularizer,
             activity_regularizer=self._projection_activity_regularizer,

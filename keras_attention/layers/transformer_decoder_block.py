@@ -1,13 +1,7 @@
 import keras
 from keras import ops
 
-from keras_attention.layers.multi_head_attention import MultiHeadAttention
-from keras_attention.layers.transformer_encoder_block import (
-    TransformerBlockBase,
-)
-from keras_attention.layers.transformer_encoder_block import _head_width
-from keras_attention.layers.transformer_encoder_block import clone_initializer
-from keras_attention.layers.transformer_encoder_block import sublayer_seed
+from keras_attention.layers._transformer_block import TransformerBlockBase
 from keras_attention.ops import merge_masks
 from keras_attention.utils.dtypes import floating_inputs
 from keras_attention.utils.masks import kept_keras_masks
@@ -174,49 +168,26 @@ class TransformerDecoderBlock(TransformerBlockBase):
 
     def build(self, inputs_shape, encoder_outputs_shape=None):
         check_rank("inputs", inputs_shape, 3)
-        hidden_dim = inputs_shape[-1]
-        key_dim = self.key_dim or _head_width(hidden_dim, self.num_heads)
-        self.self_attention = self._attention("self_attention", key_dim, 0)
+        key_dim = self._head_width(inputs_shape[-1])
+        self.self_attention = self._attention("self_attention", key_dim)
         self.self_attention.build(inputs_shape, inputs_shape)
         self.self_attention_norm = self._norm("self_attention_norm")
         self.self_attention_norm.build(inputs_shape)
-        self.self_attention_dropout = self._dropout("self_attention_dropout", 1)
+        self.self_attention_dropout = self._dropout("self_attention_dropout")
         self.cross_attention = None
         self.cross_attention_norm = None
         self.cross_attention_dropout = None
         if encoder_outputs_shape is not None:
             check_rank("encoder_outputs", encoder_outputs_shape, 3)
-            self.cross_attention = self._attention(
-                "cross_attention", key_dim, 2
-            )
+            self.cross_attention = self._attention("cross_attention", key_dim)
             self.cross_attention.build(inputs_shape, encoder_outputs_shape)
             self.cross_attention_norm = self._norm("cross_attention_norm")
             self.cross_attention_norm.build(inputs_shape)
             self.cross_attention_dropout = self._dropout(
-                "cross_attention_dropout", 3
+                "cross_attention_dropout"
             )
-        self._build_feedforward(inputs_shape, seed_offset=4, norm_last=True)
+        self._build_feedforward(inputs_shape, norm_last=True)
         self.built = True
-
-    def _attention(self, name, key_dim, seed_offset):
-        return MultiHeadAttention(
-            num_heads=self.num_heads,
-            key_dim=key_dim,
-            dropout=self.attention_dropout,
-            kernel_initializer=clone_initializer(self.kernel_initializer),
-            bias_initializer=clone_initializer(self.bias_initializer),
-            seed=sublayer_seed(self.seed, seed_offset),
-            dtype=self.dtype_policy,
-            name=name,
-        )
-
-    def _dropout(self, name, seed_offset):
-        return keras.layers.Dropout(
-            self.dropout,
-            seed=sublayer_seed(self.seed, seed_offset),
-            dtype=self.dtype_policy,
-            name=name,
-        )
 
     def call(
         self,
@@ -293,57 +264,57 @@ class TransformerDecoderBlock(TransformerBlockBase):
         inputs, encoder_outputs = floating_inputs(
             self.compute_dtype, inputs, encoder_outputs
         )
-        scores = ()
 
         # Causal self-attention, optionally over the cached prefix.
-        x = inputs
-        residual = x
-        if self.norm_first:
-            x = self.self_attention_norm(x)
-        attended = self.self_attention(
-            x,
-            x,
-            query_mask=query_mask,
-            value_mask=key_mask,
-            attention_mask=attention_mask,
-            cache=self_attention_cache,
-            cache_update_index=cache_update_index,
-            use_causal_mask=use_causal_mask,
-            return_attention_scores=return_attention_scores,
-            training=training,
+        def self_attend(x):
+            attended = self.self_attention(
+                x,
+                x,
+                query_mask=query_mask,
+                value_mask=key_mask,
+                attention_mask=attention_mask,
+                cache=self_attention_cache,
+                cache_update_index=cache_update_index,
+                use_causal_mask=use_causal_mask,
+                return_attention_scores=return_attention_scores,
+                training=training,
+            )
+            attended, cache, scores = _unpack(
+                attended, self_attention_cache, return_attention_scores, ()
+            )
+            return attended, (cache, scores)
+
+        x, (self_attention_cache, scores) = self._residual(
+            "self_attention", inputs, self_attend, training
         )
-        attended, self_attention_cache, scores = _unpack(
-            attended, self_attention_cache, return_attention_scores, scores
-        )
-        x = residual + self.self_attention_dropout(attended, training=training)
-        if not self.norm_first:
-            x = self.self_attention_norm(x)
 
         if self.cross_attention is not None:
             # Encoder-decoder attention. With a cross-attention cache the
             # value input is only shape-checked, so the queries stand in.
-            residual = x
-            if self.norm_first:
-                x = self.cross_attention_norm(x)
-            memory = encoder_outputs if encoder_outputs is not None else x
-            attended = self.cross_attention(
-                x,
-                memory,
-                query_mask=query_mask,
-                value_mask=encoder_padding_mask,
-                attention_mask=encoder_attention_mask,
-                cache=cross_attention_cache,
-                return_attention_scores=return_attention_scores,
-                training=training,
+            def cross_attend(x):
+                memory = encoder_outputs if encoder_outputs is not None else x
+                attended = self.cross_attention(
+                    x,
+                    memory,
+                    query_mask=query_mask,
+                    value_mask=encoder_padding_mask,
+                    attention_mask=encoder_attention_mask,
+                    cache=cross_attention_cache,
+                    return_attention_scores=return_attention_scores,
+                    training=training,
+                )
+                attended, _, cross_scores = _unpack(
+                    attended,
+                    cross_attention_cache,
+                    return_attention_scores,
+                    (),
+                )
+                return attended, cross_scores
+
+            x, cross_scores = self._residual(
+                "cross_attention", x, cross_attend, training
             )
-            attended, _, scores = _unpack(
-                attended, cross_attention_cache, return_attention_scores, scores
-            )
-            x = residual + self.cross_attention_dropout(
-                attended, training=training
-            )
-            if not self.norm_first:
-                x = self.cross_attention_norm(x)
+            scores += cross_scores
 
         x = self._feedforward(x, training)
         outputs = (x,) + scores

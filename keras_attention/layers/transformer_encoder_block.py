@@ -1,146 +1,14 @@
 import keras
 
-from keras_attention.layers.multi_head_attention import MultiHeadAttention
+from keras_attention.layers._transformer_block import TransformerBlockBase
 from keras_attention.ops import merge_masks
 from keras_attention.utils.dtypes import floating_inputs
 from keras_attention.utils.masks import kept_keras_masks
 from keras_attention.utils.masks import keras_mask
 from keras_attention.utils.validation import check_dims
 from keras_attention.utils.validation import check_mask
-from keras_attention.utils.validation import check_positive_int
 from keras_attention.utils.validation import check_rank
-from keras_attention.utils.validation import check_rate
 from keras_attention.utils.validation import static_shape
-
-
-def clone_initializer(initializer):
-    """A fresh initializer object with the same configuration."""
-    return initializer.__class__.from_config(initializer.get_config())
-
-
-def sublayer_seed(seed, offset):
-    return None if seed is None else seed + offset
-
-
-class TransformerBlockBase(keras.layers.Layer):
-    """Constructor, feed-forward sublayer and config shared by the encoder
-    and decoder blocks; see `TransformerEncoderBlock` for the arguments."""
-
-    # Keyword-only: keras-hub's blocks take `(intermediate_dim, num_heads)`
-    # positionally, in the other order, so a positional port must fail.
-    def __init__(
-        self,
-        *,
-        num_heads,
-        intermediate_dim,
-        key_dim=None,
-        dropout=0.1,
-        attention_dropout=0.0,
-        activation="relu",
-        layer_norm_epsilon=1e-6,
-        norm_first=False,
-        kernel_initializer="glorot_uniform",
-        bias_initializer="zeros",
-        seed=None,
-        **kwargs,
-    ):
-        check_positive_int("num_heads", num_heads)
-        check_positive_int("intermediate_dim", intermediate_dim)
-        check_positive_int("key_dim", key_dim, allow_none=True)
-        check_rate("dropout", dropout)
-        check_rate("attention_dropout", attention_dropout)
-        super().__init__(**kwargs)
-        self.num_heads = num_heads
-        self.intermediate_dim = intermediate_dim
-        self.key_dim = key_dim
-        self.dropout = dropout
-        self.attention_dropout = attention_dropout
-        self.activation = keras.activations.get(activation)
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.norm_first = norm_first
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.seed = seed
-        self.supports_masking = True
-
-    def _norm(self, name):
-        return keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon,
-            dtype=self.dtype_policy,
-            name=name,
-        )
-
-    def _build_feedforward(self, inputs_shape, seed_offset, norm_last=False):
-        # `norm_last` only moves the norm's weights after the dense layers'
-        # in `weights` (keras-hub's decoder order); the norm's initial
-        # values are constants, so no random draw changes.
-        hidden_dim = inputs_shape[-1]
-        if not norm_last:
-            self.feedforward_norm = self._norm("feedforward_norm")
-            self.feedforward_norm.build(inputs_shape)
-        self.feedforward_intermediate_dense = keras.layers.Dense(
-            self.intermediate_dim,
-            activation=self.activation,
-            kernel_initializer=clone_initializer(self.kernel_initializer),
-            bias_initializer=clone_initializer(self.bias_initializer),
-            dtype=self.dtype_policy,
-            name="feedforward_intermediate_dense",
-        )
-        self.feedforward_intermediate_dense.build(inputs_shape)
-        self.feedforward_output_dense = keras.layers.Dense(
-            hidden_dim,
-            kernel_initializer=clone_initializer(self.kernel_initializer),
-            bias_initializer=clone_initializer(self.bias_initializer),
-            dtype=self.dtype_policy,
-            name="feedforward_output_dense",
-        )
-        self.feedforward_output_dense.build(
-            tuple(inputs_shape[:-1]) + (self.intermediate_dim,)
-        )
-        if norm_last:
-            self.feedforward_norm = self._norm("feedforward_norm")
-            self.feedforward_norm.build(inputs_shape)
-        self.feedforward_dropout = keras.layers.Dropout(
-            self.dropout,
-            seed=sublayer_seed(self.seed, seed_offset),
-            dtype=self.dtype_policy,
-            name="feedforward_dropout",
-        )
-
-    def _feedforward(self, x, training):
-        residual = x
-        if self.norm_first:
-            x = self.feedforward_norm(x)
-        # (B, T, F) -> (B, T, intermediate_dim) -> (B, T, F)
-        x = self.feedforward_intermediate_dense(x)
-        x = self.feedforward_output_dense(x)
-        x = residual + self.feedforward_dropout(x, training=training)
-        if not self.norm_first:
-            x = self.feedforward_norm(x)
-        return x
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "num_heads": self.num_heads,
-                "intermediate_dim": self.intermediate_dim,
-                "key_dim": self.key_dim,
-                "dropout": self.dropout,
-                "attention_dropout": self.attention_dropout,
-                "activation": keras.activations.serialize(self.activation),
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-                "norm_first": self.norm_first,
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
-                ),
-                "bias_initializer": keras.initializers.serialize(
-                    self.bias_initializer
-                ),
-                "seed": self.seed,
-            }
-        )
-        return config
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -244,28 +112,13 @@ class TransformerEncoderBlock(TransformerBlockBase):
 
     def build(self, inputs_shape):
         check_rank("inputs", inputs_shape, 3)
-        hidden_dim = inputs_shape[-1]
-        key_dim = self.key_dim or _head_width(hidden_dim, self.num_heads)
-        self.self_attention = MultiHeadAttention(
-            num_heads=self.num_heads,
-            key_dim=key_dim,
-            dropout=self.attention_dropout,
-            kernel_initializer=clone_initializer(self.kernel_initializer),
-            bias_initializer=clone_initializer(self.bias_initializer),
-            seed=sublayer_seed(self.seed, 0),
-            dtype=self.dtype_policy,
-            name="self_attention",
-        )
+        key_dim = self._head_width(inputs_shape[-1])
+        self.self_attention = self._attention("self_attention", key_dim)
         self.self_attention.build(inputs_shape, inputs_shape)
         self.self_attention_norm = self._norm("self_attention_norm")
         self.self_attention_norm.build(inputs_shape)
-        self.self_attention_dropout = keras.layers.Dropout(
-            self.dropout,
-            seed=sublayer_seed(self.seed, 1),
-            dtype=self.dtype_policy,
-            name="self_attention_dropout",
-        )
-        self._build_feedforward(inputs_shape, seed_offset=2)
+        self.self_attention_dropout = self._dropout("self_attention_dropout")
+        self._build_feedforward(inputs_shape)
         self.built = True
 
     def call(
@@ -297,24 +150,23 @@ class TransformerEncoderBlock(TransformerBlockBase):
         return_attention_scores,
         training,
     ):
-        x = inputs = floating_inputs(self.compute_dtype, inputs)
-        residual = x
-        if self.norm_first:
-            x = self.self_attention_norm(x)
-        attended = self.self_attention(
-            x,
-            x,
-            query_mask=padding_mask,
-            value_mask=padding_mask,
-            attention_mask=attention_mask,
-            return_attention_scores=return_attention_scores,
-            training=training,
-        )
-        if return_attention_scores:
-            attended, scores = attended
-        x = residual + self.self_attention_dropout(attended, training=training)
-        if not self.norm_first:
-            x = self.self_attention_norm(x)
+        x = floating_inputs(self.compute_dtype, inputs)
+
+        def self_attend(x):
+            attended = self.self_attention(
+                x,
+                x,
+                query_mask=padding_mask,
+                value_mask=padding_mask,
+                attention_mask=attention_mask,
+                return_attention_scores=return_attention_scores,
+                training=training,
+            )
+            if return_attention_scores:
+                return attended
+            return attended, None
+
+        x, scores = self._residual("self_attention", x, self_attend, training)
         x = self._feedforward(x, training)
         if return_attention_scores:
             return x, scores
@@ -353,13 +205,3 @@ class TransformerEncoderBlock(TransformerBlockBase):
             (batch, self.num_heads, length, length), dtype=self.compute_dtype
         )
         return output, scores
-
-
-def _head_width(hidden_dim, num_heads):
-    if hidden_dim is None or hidden_dim % num_heads:
-        raise ValueError(
-            "Without `key_dim`, the input width must be divisible by "
-            f"`num_heads`. Received: input width {hidden_dim}, "
-            f"num_heads={num_heads}"
-        )
-    return hidden_dim // num_heads

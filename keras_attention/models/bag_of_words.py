@@ -6,8 +6,8 @@ from keras import ops
 from keras_attention.models.decomposable_attention import classifier
 from keras_attention.models.decomposable_attention import embed_and_project
 from keras_attention.models.decomposable_attention import feed_forward
-from keras_attention.models.decomposable_attention import masked_sum
 from keras_attention.models.decomposable_attention import token_inputs
+from keras_attention.ops.masking import masked_mean
 from keras_attention.utils.validation import check_positive_int
 from keras_attention.utils.validation import check_rate
 
@@ -109,9 +109,3 @@ def bag_of_words_model(
         probabilities,
         name=name,
     )
-
-
-def masked_mean(x, mask):
-    """Mean of `x` `(B, T, F)` over real positions; zeros if there are none."""
-    count = ops.sum(ops.cast(mask, x.dtype), axis=1, keepdims=True)  # (B, 1)
-    return masked_sum(x, mask) / ops.maximum(count, 1.0)

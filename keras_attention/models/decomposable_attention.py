@@ -3,10 +3,13 @@
 import keras
 from keras import ops
 
+from keras_attention.layers._feed_forward import dense_stack
 from keras_attention.layers.intra_sentence_attention import (
     IntraSentenceAttention,
 )
 from keras_attention.layers.soft_alignment import SoftAlignment
+from keras_attention.ops.masking import masked_sum
+from keras_attention.utils.seeds import sub_seed
 from keras_attention.utils.validation import check_positive_int
 from keras_attention.utils.validation import check_rate
 
@@ -130,7 +133,7 @@ def decomposable_attention_model(
             num_layers=num_layers,
             max_distance=max_distance,
             dropout=dropout,
-            seed=_offset(seed, 1),
+            seed=sub_seed(seed, "intra_sentence_attention"),
             name="intra_sentence_attention",
         )
         a = intra(a, mask=premise_mask)  # (B, T, 2H)
@@ -141,7 +144,7 @@ def decomposable_attention_model(
         hidden_dim=hidden_dim,
         num_layers=num_layers,
         dropout=dropout,
-        seed=_offset(seed, 2),
+        seed=sub_seed(seed, ALIGNMENT_LAYER),
         name=ALIGNMENT_LAYER,
     )(
         a,
@@ -152,9 +155,7 @@ def decomposable_attention_model(
     )
 
     # Compare: one network G for both directions.
-    compare = feed_forward(
-        "compare", hidden_dim, num_layers, dropout, _offset(seed, 10)
-    )
+    compare = feed_forward("compare", hidden_dim, num_layers, dropout, seed)
     concatenate = keras.layers.Concatenate(name="compare_concatenate")
     v1 = compare(concatenate([a, beta]))  # (B, T, H)
     v2 = compare(concatenate([b, alpha]))  # (B, S, H)
@@ -163,9 +164,7 @@ def decomposable_attention_model(
     v1 = masked_sum(v1, premise_mask)  # (B, H)
     v2 = masked_sum(v2, hypothesis_mask)  # (B, H)
     v = keras.layers.Concatenate(name="aggregate_concatenate")([v1, v2])
-    aggregate = feed_forward(
-        "aggregate", hidden_dim, num_layers, dropout, _offset(seed, 20)
-    )
+    aggregate = feed_forward("aggregate", hidden_dim, num_layers, dropout, seed)
     probabilities = classifier(aggregate(v), num_classes)
     return keras.Model(
         {"premise": premise, "hypothesis": hypothesis},
@@ -228,18 +227,15 @@ def feed_forward(name, hidden_dim, num_layers, dropout, seed):
     """ReLU `Dense` layers, each followed by dropout, as one function.
 
     Calling the returned function twice shares the layers (and weights).
+    Dropout `i` is seeded with `sub_seed(seed, name, "dropout", i)`.
     """
     stack = []
-    for index in range(num_layers):
-        stack.append(
-            keras.layers.Dense(
-                hidden_dim, activation="relu", name=f"{name}_dense_{index}"
-            )
-        )
+    for index, dense in enumerate(dense_stack(name, hidden_dim, num_layers)):
+        stack.append(dense)
         stack.append(
             keras.layers.Dropout(
                 dropout,
-                seed=_offset(seed, index),
+                seed=sub_seed(seed, name, "dropout", index),
                 name=f"{name}_dropout_{index}",
             )
         )
@@ -252,19 +248,9 @@ def feed_forward(name, hidden_dim, num_layers, dropout, seed):
     return apply
 
 
-def masked_sum(x, mask):
-    """Sum of `x` `(B, T, F)` over the positions where `mask` `(B, T)`."""
-    keep = ops.expand_dims(mask, -1)  # (B, T, 1)
-    return ops.sum(ops.where(keep, x, ops.zeros_like(x)), axis=1)
-
-
 def classifier(x, num_classes):
     """Linear class scores and a float32 softmax."""
     logits = keras.layers.Dense(num_classes, name="classifier")(x)
     return keras.layers.Activation(
         "softmax", dtype="float32", name="probabilities"
     )(logits)
-
-
-def _offset(seed, offset):
-    return None if seed is None else seed + offset

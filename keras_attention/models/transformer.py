@@ -1,75 +1,25 @@
 """The encoder-decoder Transformer of "Attention Is All You Need"."""
 
-import copy
 import types
 
 import keras
 from keras import ops
 
-from keras_attention.layers.token_and_position_embedding import (
-    TokenAndPositionEmbedding,
-)
 from keras_attention.layers.transformer_decoder_block import (
     TransformerDecoderBlock,
 )
 from keras_attention.layers.transformer_encoder_block import (
     TransformerEncoderBlock,
 )
-from keras_attention.utils.validation import check_choice
-from keras_attention.utils.validation import check_positive_int
-from keras_attention.utils.validation import check_rate
-
-# Sizes from the paper (table 3) and small sizes for Multi30k on a CPU.
-PRESETS = {
-    "base": dict(
-        num_layers=6,
-        hidden_dim=512,
-        num_heads=8,
-        intermediate_dim=2048,
-        dropout=0.1,
-    ),
-    "big": dict(
-        num_layers=6,
-        hidden_dim=1024,
-        num_heads=16,
-        intermediate_dim=4096,
-        dropout=0.3,
-    ),
-    # Multi30k on a CPU: 3 layers of width 256.
-    "small": dict(
-        num_layers=3,
-        hidden_dim=256,
-        num_heads=4,
-        intermediate_dim=1024,
-        dropout=0.1,
-    ),
-    # The Transformer-tiny configuration published for Multi30k: 4 encoder
-    # and 4 decoder layers of width 128, feed-forward 256, 4 heads,
-    # dropout 0.3 (the translation application's `--recipe tiny-4x128`
-    # adds its shared embeddings, beam 5 and checkpoint averaging).
-    "tiny_4x128": dict(
-        num_layers=4,
-        hidden_dim=128,
-        num_heads=4,
-        intermediate_dim=256,
-        dropout=0.3,
-    ),
-    # A few minutes of CPU training (the demo).
-    "tiny": dict(
-        num_layers=2,
-        hidden_dim=128,
-        num_heads=4,
-        intermediate_dim=512,
-        dropout=0.1,
-    ),
-}
+from keras_attention.models import transformer_base
+from keras_attention.models.transformer_base import TransformerModelBase
 
 ENCODER_INPUT = "encoder_token_ids"
 DECODER_INPUT = "decoder_token_ids"
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class Transformer(keras.Model):
+class Transformer(TransformerModelBase):
     """Encoder-decoder Transformer with a shared vocabulary and tied weights.
 
     ```
@@ -146,145 +96,36 @@ class Transformer(keras.Model):
         - [Press and Wolf, 2017](https://arxiv.org/abs/1608.05859).
     """
 
-    def __init__(
-        self,
-        vocabulary_size,
-        num_layers=6,
-        hidden_dim=512,
-        num_heads=8,
-        intermediate_dim=2048,
-        dropout=0.1,
-        attention_dropout=0.0,
-        norm_first=False,
-        position="sinusoidal",
-        max_sequence_length=256,
-        layer_norm_epsilon=1e-6,
-        seed=None,
-        dtype=None,
-        **kwargs,
-    ):
-        check_arguments(
-            vocabulary_size=vocabulary_size,
-            num_layers=num_layers,
-            hidden_dim=hidden_dim,
-            num_heads=num_heads,
-            intermediate_dim=intermediate_dim,
-            dropout=dropout,
-            attention_dropout=attention_dropout,
-            position=position,
-            max_sequence_length=max_sequence_length,
+    def _build_parts(self, arguments, dtype):
+        return types.SimpleNamespace(
+            token_embedding=transformer_base.token_embedding(arguments, dtype),
+            encoder_embedding_dropout=transformer_base.embedding_dropout(
+                arguments, dtype, "encoder_embedding_dropout"
+            ),
+            decoder_embedding_dropout=transformer_base.embedding_dropout(
+                arguments, dtype, "decoder_embedding_dropout"
+            ),
+            encoder_blocks=transformer_base.blocks(
+                TransformerEncoderBlock, "encoder_block", arguments, dtype
+            ),
+            decoder_blocks=transformer_base.blocks(
+                TransformerDecoderBlock, "decoder_block", arguments, dtype
+            ),
+            encoder_norm=transformer_base.final_norm(
+                arguments, dtype, "encoder_norm"
+            ),
+            decoder_norm=transformer_base.final_norm(
+                arguments, dtype, "decoder_norm"
+            ),
         )
 
-        def seed_at(offset):
-            return None if seed is None else seed + 10 * offset
-
-        # === Layers ===
-        # Created before the functional graph and assigned afterwards (torch
-        # modules take no attributes before their constructor ran).
-        token_embedding = TokenAndPositionEmbedding(
-            vocabulary_size,
-            embedding_dim=hidden_dim,
-            sequence_length=max_sequence_length,
-            position=position,
-            dtype=dtype,
-            name="token_embedding",
-        )
-        encoder_embedding_dropout = keras.layers.Dropout(
-            dropout,
-            seed=seed_at(1),
-            dtype=dtype,
-            name="encoder_embedding_dropout",
-        )
-        decoder_embedding_dropout = keras.layers.Dropout(
-            dropout,
-            seed=seed_at(2),
-            dtype=dtype,
-            name="decoder_embedding_dropout",
-        )
-        block_kwargs = dict(
-            num_heads=num_heads,
-            intermediate_dim=intermediate_dim,
-            dropout=dropout,
-            attention_dropout=attention_dropout,
-            layer_norm_epsilon=layer_norm_epsilon,
-            norm_first=norm_first,
-            dtype=dtype,
-        )
-        encoder_blocks = [
-            TransformerEncoderBlock(
-                seed=seed_at(3 + i), name=f"encoder_block_{i}", **block_kwargs
-            )
-            for i in range(num_layers)
-        ]
-        decoder_blocks = [
-            TransformerDecoderBlock(
-                seed=seed_at(3 + num_layers + i),
-                name=f"decoder_block_{i}",
-                **block_kwargs,
-            )
-            for i in range(num_layers)
-        ]
-        encoder_norm = None
-        decoder_norm = None
-        if norm_first:
-            encoder_norm = keras.layers.LayerNormalization(
-                epsilon=layer_norm_epsilon, dtype=dtype, name="encoder_norm"
-            )
-            decoder_norm = keras.layers.LayerNormalization(
-                epsilon=layer_norm_epsilon, dtype=dtype, name="decoder_norm"
-            )
-
-        parts = types.SimpleNamespace(
-            token_embedding=token_embedding,
-            encoder_embedding_dropout=encoder_embedding_dropout,
-            decoder_embedding_dropout=decoder_embedding_dropout,
-            encoder_blocks=encoder_blocks,
-            decoder_blocks=decoder_blocks,
-            encoder_norm=encoder_norm,
-            decoder_norm=decoder_norm,
-        )
-        # === Functional model ===
+    def _build_graph(self, parts):
         encoder_ids = keras.Input((None,), dtype="int32", name=ENCODER_INPUT)
         decoder_ids = keras.Input((None,), dtype="int32", name=DECODER_INPUT)
         encoder_outputs, encoder_mask = _encode(parts, encoder_ids, None)
         logits = _decode(parts, decoder_ids, encoder_outputs, encoder_mask)
-        super().__init__(
-            inputs={ENCODER_INPUT: encoder_ids, DECODER_INPUT: decoder_ids},
-            outputs=logits,
-            dtype=dtype,
-            **kwargs,
-        )
-
-        for name, value in vars(parts).items():
-            setattr(self, name, value)
-
-        # === Config ===
-        self.vocabulary_size = vocabulary_size
-        self.num_layers = num_layers
-        self.hidden_dim = hidden_dim
-        self.num_heads = num_heads
-        self.intermediate_dim = intermediate_dim
-        self.dropout = dropout
-        self.attention_dropout = attention_dropout
-        self.norm_first = norm_first
-        self.position = position
-        self.max_sequence_length = max_sequence_length
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.seed = seed
-
-    @classmethod
-    def from_preset(cls, preset, vocabulary_size, **kwargs):
-        """Builds a model with the sizes of a preset.
-
-        Args:
-            preset: str. One of `"base"`, `"big"` (the paper's), `"small"`
-                or `"tiny"` (for Multi30k on a CPU), `"tiny_4x128"` (the
-                published Transformer-tiny sizes for Multi30k: 4 layers of
-                width 128, feed-forward 256, 4 heads, dropout 0.3).
-            vocabulary_size: int. Size of the shared vocabulary.
-            **kwargs: override any constructor argument.
-        """
-        return model_from_preset(cls, preset, vocabulary_size, kwargs)
+        inputs = {ENCODER_INPUT: encoder_ids, DECODER_INPUT: decoder_ids}
+        return inputs, logits
 
     def encode(self, encoder_token_ids):
         """Runs the encoder (inference mode).
@@ -364,97 +205,14 @@ class Transformer(keras.Model):
             `(logits, self_attention_cache)`: logits `(B, 1, V)` for the next
             token and the updated cache.
         """
-        x = self.token_embedding(token_ids, start_index=index)
-        caches = []
-        for i, block in enumerate(self.decoder_blocks):
-            x, cache = block(
-                x,
-                encoder_padding_mask=encoder_padding_mask,
-                self_attention_cache=self_attention_cache[:, i],
-                cross_attention_cache=cross_attention_cache[:, i],
-                cache_update_index=index,
-                training=False,
-            )
-            caches.append(cache)
-        if self.decoder_norm is not None:
-            x = self.decoder_norm(x)
-        logits = self.token_embedding(x, reverse=True)
-        return logits, ops.stack(caches, axis=1)
-
-    def get_config(self):
-        return model_config(self)
-
-    @classmethod
-    def from_config(cls, config):
-        return model_from_config(cls, config)
-
-
-# The constructor arguments of `Transformer` and `TransformerLanguageModel`
-# after `self`, in order; a config holds them and `name` and `dtype`.
-ARGUMENTS = (
-    "vocabulary_size",
-    "num_layers",
-    "hidden_dim",
-    "num_heads",
-    "intermediate_dim",
-    "dropout",
-    "attention_dropout",
-    "norm_first",
-    "position",
-    "max_sequence_length",
-    "layer_norm_epsilon",
-    "seed",
-)
-
-
-def check_arguments(
-    vocabulary_size,
-    num_layers,
-    hidden_dim,
-    num_heads,
-    intermediate_dim,
-    dropout,
-    attention_dropout,
-    position,
-    max_sequence_length,
-):
-    """Validates the sizes and rates shared by the Transformer models."""
-    check_positive_int("vocabulary_size", vocabulary_size)
-    check_positive_int("num_layers", num_layers)
-    check_positive_int("hidden_dim", hidden_dim)
-    check_positive_int("num_heads", num_heads)
-    check_positive_int("intermediate_dim", intermediate_dim)
-    check_positive_int("max_sequence_length", max_sequence_length)
-    check_rate("dropout", dropout)
-    check_rate("attention_dropout", attention_dropout)
-    check_choice("position", position, ("sinusoidal", "learned"))
-    if hidden_dim % num_heads:
-        raise ValueError(
-            "`hidden_dim` must be divisible by `num_heads`. Received: "
-            f"hidden_dim={hidden_dim}, num_heads={num_heads}"
+        return transformer_base.decode_cached(
+            self,
+            token_ids,
+            index,
+            self_attention_cache,
+            cross_attention_cache,
+            encoder_padding_mask,
         )
-
-
-def model_from_preset(cls, preset, vocabulary_size, overrides):
-    check_choice("preset", preset, tuple(PRESETS))
-    config = copy.deepcopy(PRESETS[preset])
-    config.update(overrides)
-    return cls(vocabulary_size=vocabulary_size, **config)
-
-
-def model_config(model):
-    # Only the constructor arguments: the graph is rebuilt from them.
-    config = {name: getattr(model, name) for name in ARGUMENTS}
-    config["name"] = model.name
-    config["dtype"] = keras.dtype_policies.serialize(model.dtype_policy)
-    return config
-
-
-def model_from_config(cls, config):
-    config = dict(config)
-    if isinstance(config.get("dtype"), dict):
-        config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-    return cls(**config)
 
 
 # The forward pass, shared by the functional graph (built from the layers

@@ -5,22 +5,17 @@ import types
 import keras
 from keras import ops
 
-from keras_attention.layers.token_and_position_embedding import (
-    TokenAndPositionEmbedding,
-)
 from keras_attention.layers.transformer_decoder_block import (
     TransformerDecoderBlock,
 )
-from keras_attention.models.transformer import check_arguments
-from keras_attention.models.transformer import model_config
-from keras_attention.models.transformer import model_from_config
-from keras_attention.models.transformer import model_from_preset
+from keras_attention.models import transformer_base
+from keras_attention.models.transformer_base import TransformerModelBase
 
 TOKEN_INPUT = "token_ids"
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class TransformerLanguageModel(keras.Model):
+class TransformerLanguageModel(TransformerModelBase):
     """Decoder-only Transformer language model with tied output weights.
 
     ```
@@ -99,114 +94,24 @@ class TransformerLanguageModel(keras.Model):
         - [Press and Wolf, 2017](https://arxiv.org/abs/1608.05859).
     """
 
-    def __init__(
-        self,
-        vocabulary_size,
-        num_layers=6,
-        hidden_dim=512,
-        num_heads=8,
-        intermediate_dim=2048,
-        dropout=0.1,
-        attention_dropout=0.0,
-        norm_first=False,
-        position="sinusoidal",
-        max_sequence_length=256,
-        layer_norm_epsilon=1e-6,
-        seed=None,
-        dtype=None,
-        **kwargs,
-    ):
-        check_arguments(
-            vocabulary_size=vocabulary_size,
-            num_layers=num_layers,
-            hidden_dim=hidden_dim,
-            num_heads=num_heads,
-            intermediate_dim=intermediate_dim,
-            dropout=dropout,
-            attention_dropout=attention_dropout,
-            position=position,
-            max_sequence_length=max_sequence_length,
+    def _build_parts(self, arguments, dtype):
+        return types.SimpleNamespace(
+            token_embedding=transformer_base.token_embedding(arguments, dtype),
+            embedding_dropout=transformer_base.embedding_dropout(
+                arguments, dtype, "embedding_dropout"
+            ),
+            decoder_blocks=transformer_base.blocks(
+                TransformerDecoderBlock, "decoder_block", arguments, dtype
+            ),
+            decoder_norm=transformer_base.final_norm(
+                arguments, dtype, "decoder_norm"
+            ),
         )
 
-        def seed_at(offset):
-            return None if seed is None else seed + 10 * offset
-
-        # === Layers ===
-        # Created before the functional graph and assigned afterwards (torch
-        # modules take no attributes before their constructor ran).
-        token_embedding = TokenAndPositionEmbedding(
-            vocabulary_size,
-            embedding_dim=hidden_dim,
-            sequence_length=max_sequence_length,
-            position=position,
-            dtype=dtype,
-            name="token_embedding",
-        )
-        embedding_dropout = keras.layers.Dropout(
-            dropout, seed=seed_at(1), dtype=dtype, name="embedding_dropout"
-        )
-        decoder_blocks = [
-            TransformerDecoderBlock(
-                num_heads=num_heads,
-                intermediate_dim=intermediate_dim,
-                dropout=dropout,
-                attention_dropout=attention_dropout,
-                layer_norm_epsilon=layer_norm_epsilon,
-                norm_first=norm_first,
-                seed=seed_at(3 + i),
-                dtype=dtype,
-                name=f"decoder_block_{i}",
-            )
-            for i in range(num_layers)
-        ]
-        decoder_norm = None
-        if norm_first:
-            decoder_norm = keras.layers.LayerNormalization(
-                epsilon=layer_norm_epsilon, dtype=dtype, name="decoder_norm"
-            )
-        parts = types.SimpleNamespace(
-            token_embedding=token_embedding,
-            embedding_dropout=embedding_dropout,
-            decoder_blocks=decoder_blocks,
-            decoder_norm=decoder_norm,
-        )
-
-        # === Functional model ===
+    def _build_graph(self, parts):
         # Called without encoder inputs, the blocks build decoder-only.
         token_ids = keras.Input((None,), dtype="int32", name=TOKEN_INPUT)
-        logits = _forward(parts, token_ids, None)
-        super().__init__(
-            inputs=token_ids, outputs=logits, dtype=dtype, **kwargs
-        )
-
-        for name, value in vars(parts).items():
-            setattr(self, name, value)
-
-        # === Config ===
-        self.vocabulary_size = vocabulary_size
-        self.num_layers = num_layers
-        self.hidden_dim = hidden_dim
-        self.num_heads = num_heads
-        self.intermediate_dim = intermediate_dim
-        self.dropout = dropout
-        self.attention_dropout = attention_dropout
-        self.norm_first = norm_first
-        self.position = position
-        self.max_sequence_length = max_sequence_length
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.seed = seed
-
-    @classmethod
-    def from_preset(cls, preset, vocabulary_size, **kwargs):
-        """Builds a model with the sizes of a preset.
-
-        Args:
-            preset: str. One of `"base"`, `"big"`, `"small"`, `"tiny_4x128"`
-                or `"tiny"`: the block sizes of `Transformer`'s presets.
-            vocabulary_size: int. Size of the vocabulary.
-            **kwargs: override any constructor argument.
-        """
-        return model_from_preset(cls, preset, vocabulary_size, kwargs)
+        return token_ids, _forward(parts, token_ids, None)
 
     def decode(self, token_ids):
         """Runs the whole stack on `token_ids` `(B, T)`, no cache.
@@ -249,27 +154,9 @@ class TransformerLanguageModel(keras.Model):
             `(logits, self_attention_cache)`: logits `(B, T, V)` for the
             next tokens and the updated cache.
         """
-        x = self.token_embedding(token_ids, start_index=index)
-        caches = []
-        for i, block in enumerate(self.decoder_blocks):
-            x, cache = block(
-                x,
-                self_attention_cache=self_attention_cache[:, i],
-                cache_update_index=index,
-                training=False,
-            )
-            caches.append(cache)
-        if self.decoder_norm is not None:
-            x = self.decoder_norm(x)
-        logits = self.token_embedding(x, reverse=True)
-        return logits, ops.stack(caches, axis=1)
-
-    def get_config(self):
-        return model_config(self)
-
-    @classmethod
-    def from_config(cls, config):
-        return model_from_config(cls, config)
+        return transformer_base.decode_cached(
+            self, token_ids, index, self_attention_cache
+        )
 
 
 # The forward pass, shared by the functional graph (built from the layers

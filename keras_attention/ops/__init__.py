@@ -9,7 +9,9 @@ from keras_attention.ops.attention import scaled_dot_product_attention
 from keras_attention.ops.masking import causal_mask
 from keras_attention.ops.masking import large_negative
 from keras_attention.ops.masking import local_mask
+from keras_attention.ops.masking import masked_mean
 from keras_attention.ops.masking import masked_softmax
+from keras_attention.ops.masking import masked_sum
 from keras_attention.ops.masking import merge_masks
 from keras_attention.ops.masking import pairwise_mask
 from keras_attention.ops.multi_dimensional import directional_mask
@@ -24,7 +26,9 @@ __all__ = [
     "directional_mask",
     "large_negative",
     "local_mask",
+    "masked_mean",
     "masked_softmax",
+    "masked_sum",
     "merge_masks",
     "multi_dimensional_attention",
     "pairwise_mask",

@@ -7,6 +7,7 @@ from keras import ops
 
 from keras_attention.ops.masking import causal_mask
 from keras_attention.ops.masking import masked_softmax
+from keras_attention.utils.dtypes import dtype_name
 
 
 def attention_logits(subscripts, x, y):
@@ -18,13 +19,9 @@ def attention_logits(subscripts, x, y):
     float16 inputs are therefore float32 (`masked_softmax` normalises half
     precision in float32 anyway); other dtypes are kept.
     """
-    if "float16" in (_dtype_name(x.dtype), _dtype_name(y.dtype)):
+    if "float16" in (dtype_name(x.dtype), dtype_name(y.dtype)):
         x, y = ops.cast(x, "float32"), ops.cast(y, "float32")
     return ops.einsum(subscripts, x, y)
-
-
-def _dtype_name(dtype):
-    return keras.backend.standardize_dtype(dtype)
 
 
 def scaled_dot_product_attention(
@@ -99,7 +96,7 @@ def scaled_dot_product_attention(
     # backend's fused kernel on this device accumulates in float32 itself
     # (see `fused_float16_is_safe`). bfloat16 has float32's range and stays
     # fused everywhere.
-    unsafe_float16 = _dtype_name(
+    unsafe_float16 = dtype_name(
         query.dtype
     ) == "float16" and not fused_float16_is_safe(
         keras.backend.backend(), device_platform(query)

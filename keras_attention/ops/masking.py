@@ -8,6 +8,7 @@ float16 and bfloat16.
 import ml_dtypes
 from keras import ops
 
+from keras_attention.utils.dtypes import dtype_name
 from keras_attention.utils.validation import static_shape
 
 
@@ -18,7 +19,7 @@ def large_negative(dtype):
     row maximum it may overflow to `-inf`, whose exponential is an exact zero,
     so no NaN can arise.
     """
-    return float(ml_dtypes.finfo(_dtype_name(dtype)).min)
+    return float(ml_dtypes.finfo(dtype_name(dtype)).min)
 
 
 def masked_softmax(logits, mask=None, axis=-1):
@@ -144,6 +145,64 @@ def merge_masks(*masks):
     return result
 
 
+def masked_sum(inputs, mask, keepdims=False):
+    """Sum of `inputs` `(B, T, F)` over the tokens where `mask` `(B, T)`.
+
+    ```
+    total[b] = sum_t where(mask[b, t], inputs[b, t], 0)
+    ```
+
+    Args:
+        inputs: float tensor `(B, T, F)`.
+        mask: boolean tensor `(B, T)`, `True` = real token.
+        keepdims: bool. Return `(B, 1, F)` instead of `(B, F)`. Defaults
+            to `False`.
+
+    Returns:
+        `(B, F)` (or `(B, 1, F)`) in the dtype of `inputs`.
+
+    Example:
+
+    >>> x = keras.ops.ones((2, 3, 4))
+    >>> mask = keras.ops.array([[1, 1, 0], [1, 0, 0]]) > 0
+    >>> keras.ops.shape(masked_sum(x, mask))
+    (2, 4)
+    """
+    keep = ops.expand_dims(ops.cast(mask, "bool"), -1)  # (B, T, 1)
+    kept = ops.where(keep, inputs, ops.zeros_like(inputs))
+    return ops.sum(kept, axis=1, keepdims=keepdims)
+
+
+def masked_mean(inputs, mask, keepdims=False):
+    """Mean of `inputs` `(B, T, F)` over the tokens where `mask` `(B, T)`.
+
+    ```
+    count[b] = sum_t mask[b, t]
+    mean[b] = sum_t where(mask[b, t], inputs[b, t], 0) / max(count[b], 1)
+    ```
+
+    A row with no real token gives zeros. Half-precision inputs are summed
+    in float32 (a float16 sum of a few tokens of size 1e4 overflows) and
+    the mean is returned in the dtype of `inputs`. Arguments and shapes are
+    those of `masked_sum`.
+
+    Example:
+
+    >>> x = keras.ops.ones((2, 3, 4))
+    >>> mask = keras.ops.array([[1, 1, 0], [0, 0, 0]]) > 0
+    >>> keras.ops.convert_to_numpy(masked_mean(x, mask))[:, 0].tolist()
+    [1.0, 0.0]
+    """
+    dtype = dtype_name(inputs.dtype)
+    compute = "float32" if dtype in ("float16", "bfloat16") else dtype
+    inputs = ops.cast(inputs, compute)
+    total = masked_sum(inputs, mask, keepdims=keepdims)
+    count = ops.sum(ops.cast(mask, compute), axis=1, keepdims=True)  # (B, 1)
+    if keepdims:
+        count = ops.expand_dims(count, -1)  # (B, 1, 1)
+    return ops.cast(total / ops.maximum(count, 1.0), dtype)
+
+
 def _positions(query_length, key_length, offset):
     key_length = query_length if key_length is None else key_length
     # (T, 1) absolute query positions against (1, S) key positions.
@@ -151,8 +210,3 @@ def _positions(query_length, key_length, offset):
     rows = rows + ops.cast(offset, "int32")
     cols = ops.expand_dims(ops.arange(key_length, dtype="int32"), 0)
     return rows, cols
-
-
-def _dtype_name(dtype):
-    # Accepts strings, NumPy dtypes and backend dtypes ("torch.float16").
-    return str(getattr(dtype, "name", dtype)).replace("torch.", "")

@@ -27,7 +27,8 @@ def directional_mask(query_positions, key_positions=None, direction=None):
 
     Args:
         query_positions: int, or an int tensor of positions `(..., T)`. An
-            int `T` stands for the positions `0..T-1`.
+            int `T` (or a scalar tensor, such as the unknown length
+            `keras.ops.shape(x)[1]`) stands for the positions `0..T-1`.
         key_positions: int or int tensor `(..., S)`. Defaults to
             `query_positions`.
         direction: `"forward"`, `"backward"` or `None`.
@@ -181,6 +182,8 @@ def _blocked(query, key, value, mask, tanh_scale, block_size):
 
 
 def _as_positions(positions):
-    if isinstance(positions, int):
+    # A length: a Python int, a scalar tensor (`ops.shape(x)[1]` of an
+    # unknown length on tensorflow) or a symbolic dimension (jax).
+    if len(getattr(positions, "shape", ())) == 0:
         return ops.arange(positions, dtype="int32")
     return ops.cast(positions, "int32")

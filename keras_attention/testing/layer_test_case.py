@@ -15,7 +15,11 @@
    outputs (tensorflow and jax backends; `torch.export` cannot trace these
    models yet, so torch skips this check);
 7. padding invariance: appending masked padding never changes the outputs at
-   real positions.
+   real positions;
+8. unknown lengths: inside a functional model whose inputs have `None`
+   batch and sequence lengths, the layer runs on data of two different
+   lengths (as it does eagerly), and the model saves and reloads
+   (`.keras`, `safe_mode=True`) with the same outputs at both lengths.
 
 Each check is also a public method, for tests that need only one of them.
 The class is shipped with the package so that users' own layers can reuse it.
@@ -54,6 +58,7 @@ class LayerTestCase(unittest.TestCase):
         run_saving_check=True,
         run_export_check=True,
         run_padding_check=True,
+        run_unknown_length_check=True,
         padding_inputs=None,
         training_output_index=0,
         static_weights=(),
@@ -72,7 +77,8 @@ class LayerTestCase(unittest.TestCase):
                 shapes for several outputs. Checked when given.
             run_*_check: bool. Turn one check off.
             padding_inputs: names of the dict entries padded by the padding
-                check. Defaults to every entry of rank 2 or more.
+                check, and given a `None` sequence length by the unknown
+                length check. Defaults to every entry of rank 2 or more.
             training_output_index: which output the training check's loss is
                 computed on, for layers with several outputs.
             static_weights: path endings of weights that provably get no
@@ -118,6 +124,15 @@ class LayerTestCase(unittest.TestCase):
         if run_saving_check:
             self.check_keras_saving(
                 layer_cls, init_kwargs, input_data, call_kwargs, tolerance
+            )
+        if run_unknown_length_check:
+            self.check_unknown_lengths(
+                layer_cls,
+                init_kwargs,
+                input_data,
+                call_kwargs,
+                padding_inputs,
+                tolerance,
             )
         if run_export_check and keras.backend.backend() != "torch":
             self.check_saved_model_export(
@@ -240,10 +255,7 @@ class LayerTestCase(unittest.TestCase):
     ):
         model = build_model(layer_cls(**init_kwargs), input_data, call_kwargs)
         expected = _numpy(_flatten(model(_as_model_inputs(input_data))))
-        with tempfile.TemporaryDirectory() as directory:
-            path = os.path.join(directory, "model.keras")
-            model.save(path)
-            revived = keras.saving.load_model(path, safe_mode=True)
+        revived = reload_model(model)
         actual = _numpy(_flatten(revived(_as_model_inputs(input_data))))
         for a, e in zip(actual, expected):
             np.testing.assert_allclose(a, e, atol=tolerance, rtol=0)
@@ -290,6 +302,51 @@ class LayerTestCase(unittest.TestCase):
                 err_msg="Appending padding changed outputs at real positions",
             )
 
+    # 8. Unknown lengths.
+    def check_unknown_lengths(
+        self,
+        layer_cls,
+        init_kwargs,
+        input_data,
+        call_kwargs,
+        sequence_inputs=None,
+        tolerance=1e-5,
+        extra=3,
+    ):
+        layer = layer_cls(**init_kwargs)
+        model = build_model(
+            layer, input_data, call_kwargs, unknown_lengths=sequence_inputs
+        )
+        for symbolic in _flatten(model.inputs):
+            self.assertIsNone(symbolic.shape[0], "batch size is not None")
+        longer = pad_inputs(input_data, extra, sequence_inputs)
+        expected = []
+        for data in (input_data, longer):
+            outputs = _numpy(_flatten(model(_as_model_inputs(data))))
+            eager = _numpy(_flatten(call_layer(layer, data, call_kwargs)))
+            for a, e in zip(outputs, eager):
+                self.assertEqual(a.shape, e.shape)
+                np.testing.assert_allclose(a, e, atol=tolerance, rtol=0)
+            expected.append(outputs)
+        self.assertNotEqual(
+            _shapes(input_data),
+            _shapes(longer),
+            "no input has a sequence axis to change the length of",
+        )
+        revived = reload_model(model)
+        for data, outputs in zip((input_data, longer), expected):
+            actual = _numpy(_flatten(revived(_as_model_inputs(data))))
+            for a, e in zip(actual, outputs):
+                np.testing.assert_allclose(a, e, atol=tolerance, rtol=0)
+
+
+def reload_model(model):
+    """`model` saved to a `.keras` file and loaded with `safe_mode=True`."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "model.keras")
+        model.save(path)
+        return keras.saving.load_model(path, safe_mode=True)
+
 
 def call_layer(layer, input_data, call_kwargs=None):
     """Calls `layer` on an array or on a dict of keyword arrays."""
@@ -299,27 +356,44 @@ def call_layer(layer, input_data, call_kwargs=None):
     return layer(input_data, **call_kwargs)
 
 
-def build_model(layer, input_data, call_kwargs=None):
+def build_model(layer, input_data, call_kwargs=None, unknown_lengths=False):
     """Wraps `layer` in a functional model with inputs shaped like the data.
 
     Each `keras.Input` is named after its dict key, so that dict inputs
-    reach the right argument.
+    reach the right argument. The batch size is `None`. With
+    `unknown_lengths`, so are the sequence lengths: `True` (or `None`) for
+    every input of rank 2 or more, or the names of the inputs to treat so;
+    the sequence axes are those `pad_inputs` pads.
     """
+
+    def make_input(name, value):
+        shape = list(np.shape(value))
+        if _is_sequence(name, value, unknown_lengths):
+            axes = (1, 2) if name == "attention_mask" else (1,)
+            for axis in axes:
+                shape[axis] = None
+        return keras.Input(
+            shape=tuple(shape[1:]),
+            dtype=_dtype(value),
+            name=name,
+        )
+
     if isinstance(input_data, dict):
         inputs = {
-            name: keras.Input(
-                shape=np.shape(value)[1:],
-                dtype=_dtype(value),
-                name=name,
-            )
-            for name, value in input_data.items()
+            name: make_input(name, value) for name, value in input_data.items()
         }
     else:
-        inputs = keras.Input(
-            shape=np.shape(input_data)[1:], dtype=_dtype(input_data)
-        )
+        inputs = make_input(None, input_data)
     outputs = call_layer(layer, inputs, call_kwargs)
     return keras.Model(inputs, outputs)
+
+
+def _is_sequence(name, value, unknown_lengths):
+    if unknown_lengths is False or np.ndim(value) < 2:
+        return False
+    if unknown_lengths in (True, None):
+        return True
+    return (name or "inputs") in unknown_lengths
 
 
 def pad_inputs(input_data, extra, names=None, seed=0):
@@ -362,6 +436,12 @@ def _batch_size(input_data):
     if isinstance(input_data, dict):
         return np.shape(next(iter(input_data.values())))[0]
     return np.shape(input_data)[0]
+
+
+def _shapes(input_data):
+    if isinstance(input_data, dict):
+        return [np.shape(value) for value in input_data.values()]
+    return [np.shape(input_data)]
 
 
 def _dtype(value):

@@ -3,6 +3,15 @@
 import keras
 
 
+def dtype_name(dtype):
+    """The standard name of `dtype` (`"float16"`, `"bfloat16"`, ...).
+
+    Accepts strings, NumPy dtypes and the backends' dtypes
+    (`torch.float16`, `tf.float16`, jax's).
+    """
+    return keras.backend.standardize_dtype(dtype)
+
+
 def floating_inputs(dtype, *tensors):
     """Casts integer and boolean tensors to `dtype`; others pass unchanged.
 

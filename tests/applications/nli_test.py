@@ -1,10 +1,10 @@
 """The NLI application runs end to end in --smoke mode on every backend."""
 
 import dataclasses
-import importlib.util
 import json
 import pathlib
 
+import helpers
 import keras
 import numpy as np
 import pytest
@@ -26,25 +26,10 @@ METRIC_KEYS = (
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("nli_train", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return helpers.load_script(SCRIPT, "nli_train")
 
 
-def data_available():
-    try:
-        data.get_file("sick/SICK_trial.txt")
-        data.get_file("glove/glove.6B.50d.subset.txt.gz")
-    except (FileNotFoundError, ValueError, OSError):
-        return False
-    return True
-
-
-needs_data = pytest.mark.skipif(
-    not data_available(),
-    reason="staged data not found (set KERAS_ATTENTION_DATA)",
-)
+needs_data = helpers.needs_data(*helpers.SICK_AND_GLOVE)
 
 
 @needs_data

@@ -1,14 +1,12 @@
 """The relatedness application runs end to end in --smoke mode."""
 
-import importlib.util
 import json
 import math
 import pathlib
 
+import helpers
 import keras
 import pytest
-
-from keras_attention import data
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "applications" / "relatedness" / "train.py"
@@ -23,25 +21,10 @@ METRIC_KEYS = (
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("relatedness_train", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return helpers.load_script(SCRIPT, "relatedness_train")
 
 
-def data_available():
-    try:
-        data.get_file("sick/SICK_trial.txt")
-        data.get_file("glove/glove.6B.50d.subset.txt.gz")
-    except (FileNotFoundError, ValueError, OSError):
-        return False
-    return True
-
-
-@pytest.mark.skipif(
-    not data_available(),
-    reason="staged data not found (set KERAS_ATTENTION_DATA)",
-)
+@helpers.needs_data(*helpers.SICK_AND_GLOVE)
 def test_smoke_run_writes_metrics_and_a_loadable_model(tmp_path):
     train = load_script()
     config = train.parse_args(

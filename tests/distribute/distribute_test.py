@@ -1,9 +1,9 @@
 """Strategies, precision, replica sums and the shared flags, on one device."""
 
 import dataclasses
-import importlib.util
 import pathlib
 
+import helpers
 import keras
 import pytest
 
@@ -16,12 +16,7 @@ ROOT = pathlib.Path(__file__).parents[2]
 
 
 def load_app(name):
-    spec = importlib.util.spec_from_file_location(
-        f"{name}_train", ROOT / "applications" / name / "train.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return helpers.load_script(f"applications/{name}/train.py", f"{name}_train")
 
 
 @pytest.fixture

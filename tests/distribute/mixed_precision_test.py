@@ -28,9 +28,9 @@ torch runs on one intra-op thread here: on a busy 2-core machine its
 default thread pool makes these small steps several times slower.
 """
 
-import importlib.util
 import pathlib
 
+import helpers
 import keras
 import numpy as np
 import pytest
@@ -39,11 +39,7 @@ from keras_attention.testing.threads import single_torch_thread
 from keras_attention.training import precision
 
 HERE = pathlib.Path(__file__).parent
-_spec = importlib.util.spec_from_file_location(
-    "tiny_models", HERE / "tiny_models.py"
-)
-tiny_models = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tiny_models)
+tiny_models = helpers.load_script(HERE / "tiny_models.py", "tiny_models")
 
 STEPS = 50
 JIT_TOLERANCE = 1e-5

@@ -10,7 +10,7 @@ are set up before TensorFlow or JAX start:
 
 tensorflow: two logical CPU devices and `MirroredStrategy(["CPU:0",
 "CPU:1"])`. jax: two host devices and `keras.distribution.DataParallel`
-(through `keras_attention.distribute.strategy_scope("data_parallel")`).
+(through `keras_attention.training.strategies.strategy_scope("data_parallel")`).
 The global batch of `2 * B` examples is the same in both runs, split into
 two halves of `B` on two devices. OUT.json gets, per model, the largest
 absolute differences between the two runs' weights before and after the

@@ -5,10 +5,10 @@ The scripts call the same exporters as `export_test.py` (which covers the
 jax and torch routes); they run here on the tensorflow pass only.
 """
 
-import importlib.util
 import json
 import pathlib
 
+import helpers
 import keras
 import numpy as np
 import pytest
@@ -29,11 +29,7 @@ VOCABULARY = ["<pad>", "<unk>", "a", "man", "is", "riding", "horse", "."]
 
 
 def load_script(app):
-    path = ROOT / "applications" / app / "export.py"
-    spec = importlib.util.spec_from_file_location(f"{app}_export", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return helpers.load_script(f"applications/{app}/export.py", f"{app}_export")
 
 
 def write_pair_run(folder, model, max_length):

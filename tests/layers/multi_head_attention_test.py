@@ -93,14 +93,17 @@ class MultiHeadAttentionTest(LayerTestCase):
             input_data={
                 "query": random(2, 1, 8),
                 "value": random(2, 1, 8),
-                "cache": random(2, 2, 5, 2, 4),
+                "cache": random(2, 2, 8, 2, 4),
             },
             call_kwargs={"cache_update_index": 2, "use_causal_mask": True},
-            expected_output_shape=((2, 1, 8), (2, 2, 5, 2, 4)),
+            expected_output_shape=((2, 1, 8), (2, 2, 8, 2, 4)),
             # Caches serve decoding, never training; TensorFlow also has no
             # gradient for the XLA slice update that writes them.
             run_training_check=False,
             run_padding_check=False,
+            # The unknown length check runs 1 and 4 new tokens (from slot 2
+            # of the 8 cache slots); the cache's axis 1 holds keys and values.
+            padding_inputs=("query", "value"),
         )
 
     def test_matches_numpy_reference(self):

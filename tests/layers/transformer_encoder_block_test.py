@@ -3,6 +3,11 @@ import keras_hub
 import numpy as np
 import pytest
 from keras import ops
+from references import lengths_mask
+from references import numpy_attention
+from references import numpy_feedforward
+from references import numpy_residual
+from references import to_numpy
 
 from keras_attention import layers
 from keras_attention.testing import LayerTestCase
@@ -18,43 +23,6 @@ def random(*shape):
     return RNG.normal(size=shape).astype("float32")
 
 
-def lengths_mask(lengths, length):
-    return np.arange(length)[None, :] < np.asarray(lengths)[:, None]
-
-
-def to_numpy(x):
-    return np.asarray(ops.convert_to_numpy(x), dtype="float64")
-
-
-def numpy_layer_norm(x, gamma, beta, epsilon=1e-6):
-    mean = x.mean(-1, keepdims=True)
-    variance = x.var(-1, keepdims=True)
-    return (x - mean) / np.sqrt(variance + epsilon) * gamma + beta
-
-
-def numpy_attention(query, value, weights, mask):
-    """Multi-head attention; weights [Wq, bq, Wk, bk, Wv, bv, Wo, bo];
-    mask (B, T, S) boolean. Fully masked rows give a zero attention output."""
-    wq, bq, wk, bk, wv, bv, wo, bo = weights
-    q = np.einsum("btf,fnh->btnh", query, wq) + bq
-    k = np.einsum("bsf,fnh->bsnh", value, wk) + bk
-    v = np.einsum("bsf,fnh->bsnh", value, wv) + bv
-    logits = np.einsum("btnh,bsnh->bnts", q, k) / np.sqrt(q.shape[-1])
-    mask = mask[:, None]
-    logits = np.where(mask, logits, -np.inf)
-    row_max = np.max(logits, -1, keepdims=True)
-    row_max = np.where(np.isfinite(row_max), row_max, 0.0)
-    exp = np.where(mask, np.exp(logits - row_max), 0.0)
-    total = exp.sum(-1, keepdims=True)
-    probs = np.divide(exp, total, out=np.zeros_like(exp), where=total > 0)
-    attended = np.einsum("bnts,bsnh->btnh", probs, v)
-    return np.einsum("btnh,nhf->btf", attended, wo) + bo
-
-
-def numpy_feedforward(x, w1, b1, w2, b2):
-    return np.maximum(x @ w1 + b1, 0.0) @ w2 + b2
-
-
 def numpy_transformer_encoder_block(x, mask, weights, norm_first):
     """Float64 reference. weights: the block's get_weights() order."""
     weights = [np.float64(w) for w in weights]
@@ -64,9 +32,7 @@ def numpy_transformer_encoder_block(x, mask, weights, norm_first):
     pairwise = mask[:, :, None] & mask[:, None, :]
 
     def sublayer(x, fn, gamma, beta):
-        if norm_first:
-            return x + fn(numpy_layer_norm(x, gamma, beta))
-        return numpy_layer_norm(x + fn(x), gamma, beta)
+        return numpy_residual(x, fn, gamma, beta, norm_first)
 
     x = sublayer(
         x, lambda h: numpy_attention(h, h, attention, pairwise), g1, b1

@@ -7,7 +7,7 @@ import pytest
 from keras import ops
 
 from keras_attention.models import Transformer
-from keras_attention.models.transformer import PRESETS
+from keras_attention.models.transformer_base import PRESETS
 
 
 def to_numpy(x):

@@ -2,22 +2,11 @@ import keras
 import numpy as np
 import pytest
 from keras import ops
+from references import numpy_scaled_dot_product_attention
 
 from keras_attention import ops as ka_ops
 
 RNG = np.random.default_rng(3)
-
-
-def numpy_scaled_dot_product_attention(query, key, value, mask):
-    logits = np.einsum("btnh,bsnh->bnts", query, key) / np.sqrt(query.shape[-1])
-    mask = np.broadcast_to(mask[:, None], logits.shape)
-    logits = np.where(mask, logits, -np.inf)
-    peak = np.max(logits, -1, keepdims=True)
-    peak = np.where(np.isfinite(peak), peak, 0.0)
-    exp = np.where(mask, np.exp(logits - peak), 0.0)
-    total = exp.sum(-1, keepdims=True)
-    weights = np.divide(exp, total, out=np.zeros_like(exp), where=total > 0)
-    return np.einsum("bnts,bsnh->btnh", weights, value), weights
 
 
 def to_numpy(x):

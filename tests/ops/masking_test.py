@@ -1,17 +1,10 @@
+import keras
 import numpy as np
 import pytest
 from keras import ops
+from references import numpy_masked_softmax
 
 from keras_attention import ops as ka_ops
-
-
-def numpy_masked_softmax(logits, mask):
-    logits = np.where(mask, np.float64(logits), -np.inf)
-    peak = np.max(logits, axis=-1, keepdims=True)
-    peak = np.where(np.isfinite(peak), peak, 0.0)
-    exp = np.where(mask, np.exp(logits - peak), 0.0)
-    total = exp.sum(-1, keepdims=True)
-    return np.divide(exp, total, out=np.zeros_like(exp), where=total > 0)
 
 
 def to_numpy(x):
@@ -89,3 +82,33 @@ def test_pairwise_and_merge_masks():
     np.testing.assert_array_equal(
         to_numpy(merged).astype(bool), [[[True, False, False], [False] * 3]]
     )
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_masked_sum_and_mean_match_numpy(keepdims):
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(3, 5, 4)).astype("float32")
+    mask = np.array([[1, 1, 1, 0, 0], [1, 0, 0, 0, 0], [0, 0, 0, 0, 0]]) > 0
+    kept = np.where(mask[..., None], np.float64(x), 0.0)
+    total = kept.sum(1, keepdims=keepdims)
+    shape = (3, 1, 1) if keepdims else (3, 1)
+    count = np.maximum(mask.sum(1), 1).reshape(shape)
+    np.testing.assert_allclose(
+        to_numpy(ka_ops.masked_sum(x, mask, keepdims=keepdims)),
+        total,
+        atol=1e-5,
+    )
+    np.testing.assert_allclose(
+        to_numpy(ka_ops.masked_mean(x, mask, keepdims=keepdims)),
+        total / count,
+        atol=1e-5,
+    )
+
+
+def test_masked_mean_of_float16_sums_in_float32():
+    # Four tokens of 3e4 sum to 1.2e5, past float16's largest value; their
+    # mean, 3e4, is representable.
+    x = ops.cast(np.full((1, 4, 2), 3e4, "float32"), "float16")
+    mean = ka_ops.masked_mean(x, np.ones((1, 4), bool))
+    assert keras.backend.standardize_dtype(mean.dtype) == "float16"
+    np.testing.assert_allclose(to_numpy(mean), 3e4, rtol=1e-3)

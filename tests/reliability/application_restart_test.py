@@ -31,11 +31,10 @@ import sys
 import zipfile
 
 import h5py
+import helpers
 import keras
 import numpy as np
 import pytest
-
-from keras_attention import data
 
 BACKEND = keras.backend.backend()
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -105,15 +104,6 @@ APPLICATIONS = {
 SEED = ["--seed", "5"]
 
 
-def data_available():
-    try:
-        data.get_file("sick/SICK_train.txt")
-        data.get_file("glove/glove.6B.50d.subset.txt.gz")
-    except Exception:  # no staged data, and no network to download it
-        return False
-    return True
-
-
 def start(tmp_path, name, output_dir, kill_at_step=None):
     flags, _, _ = APPLICATIONS[name]
     wrapper = tmp_path / "run_with_kill.py"
@@ -168,10 +158,7 @@ def saved_state(path):
     reason="run on tensorflow and jax; torch trains with the same Keras "
     "loop and callbacks, and its determinism is in determinism_test.py",
 )
-@pytest.mark.skipif(
-    not data_available(),
-    reason="staged data not found (set KERAS_ATTENTION_DATA)",
-)
+@helpers.needs_data("sick/SICK_train.txt", "glove/glove.6B.50d.subset.txt.gz")
 def test_killed_applications_resume_to_the_uninterrupted_model(tmp_path):
     names = sorted(APPLICATIONS)
     reference = {n: tmp_path / f"{n}_reference" for n in names}

@@ -8,9 +8,9 @@ value, never by a backend traceback.
 """
 
 import collections
-import importlib.util
 import pathlib
 
+import helpers
 import keras
 import numpy as np
 import pytest
@@ -94,11 +94,9 @@ def small_language_model(**overrides):
 
 
 def load_app(name):
-    path = APPLICATIONS / name / "train.py"
-    spec = importlib.util.spec_from_file_location(f"{name}_train_flags", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return helpers.load_script(
+        APPLICATIONS / name / "train.py", f"{name}_train_flags"
+    )
 
 
 def app_flags(name, argv):

@@ -1,0 +1,281 @@
+"""What `Transformer` and `TransformerLanguageModel` share.
+
+The constructor arguments, their checks, the presets, the config, and the
+builders of the layers both models hold: the tied embedding, the
+embedding dropout, the stacks of blocks and the final pre-norm layer norm.
+Every random layer is seeded with `sub_seed(seed, its name)`.
+"""
+
+import copy
+
+import keras
+from keras import ops
+
+from keras_attention.layers.token_and_position_embedding import (
+    TokenAndPositionEmbedding,
+)
+from keras_attention.utils.seeds import sub_seed
+from keras_attention.utils.validation import check_choice
+from keras_attention.utils.validation import check_positive_int
+from keras_attention.utils.validation import check_rate
+
+# Sizes from the paper (table 3) and small sizes for Multi30k on a CPU.
+PRESETS = {
+    "base": dict(
+        num_layers=6,
+        hidden_dim=512,
+        num_heads=8,
+        intermediate_dim=2048,
+        dropout=0.1,
+    ),
+    "big": dict(
+        num_layers=6,
+        hidden_dim=1024,
+        num_heads=16,
+        intermediate_dim=4096,
+        dropout=0.3,
+    ),
+    # Multi30k on a CPU: 3 layers of width 256.
+    "small": dict(
+        num_layers=3,
+        hidden_dim=256,
+        num_heads=4,
+        intermediate_dim=1024,
+        dropout=0.1,
+    ),
+    # The Transformer-tiny configuration published for Multi30k: 4 encoder
+    # and 4 decoder layers of width 128, feed-forward 256, 4 heads,
+    # dropout 0.3 (the translation application's `--recipe tiny-4x128`
+    # adds its shared embeddings, beam 5 and checkpoint averaging).
+    "tiny_4x128": dict(
+        num_layers=4,
+        hidden_dim=128,
+        num_heads=4,
+        intermediate_dim=256,
+        dropout=0.3,
+    ),
+    # A few minutes of CPU training (the demo).
+    "tiny": dict(
+        num_layers=2,
+        hidden_dim=128,
+        num_heads=4,
+        intermediate_dim=512,
+        dropout=0.1,
+    ),
+}
+
+# The constructor arguments of both models after `self`, in order; a config
+# holds them and `name` and `dtype`.
+ARGUMENTS = (
+    "vocabulary_size",
+    "num_layers",
+    "hidden_dim",
+    "num_heads",
+    "intermediate_dim",
+    "dropout",
+    "attention_dropout",
+    "norm_first",
+    "position",
+    "max_sequence_length",
+    "layer_norm_epsilon",
+    "seed",
+)
+
+
+class TransformerModelBase(keras.Model):
+    """Constructor, presets and config of the Transformer models.
+
+    A subclass defines `_build_parts(arguments, dtype)`, which makes its layers
+    (without touching `self`: torch modules take no attributes before their
+    constructor ran) and returns them in a namespace, and `_build_graph(parts)`,
+    which calls them on `keras.Input`s and returns `(inputs, outputs)`. The
+    constructor checks the arguments, builds the functional model from
+    them, and then assigns the layers and the arguments to the model.
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        num_layers=6,
+        hidden_dim=512,
+        num_heads=8,
+        intermediate_dim=2048,
+        dropout=0.1,
+        attention_dropout=0.0,
+        norm_first=False,
+        position="sinusoidal",
+        max_sequence_length=256,
+        layer_norm_epsilon=1e-6,
+        seed=None,
+        dtype=None,
+        **kwargs,
+    ):
+        arguments = {
+            "vocabulary_size": vocabulary_size,
+            "num_layers": num_layers,
+            "hidden_dim": hidden_dim,
+            "num_heads": num_heads,
+            "intermediate_dim": intermediate_dim,
+            "dropout": dropout,
+            "attention_dropout": attention_dropout,
+            "norm_first": norm_first,
+            "position": position,
+            "max_sequence_length": max_sequence_length,
+            "layer_norm_epsilon": layer_norm_epsilon,
+            "seed": seed,
+        }
+        _check_arguments(arguments)
+        parts = self._build_parts(arguments, dtype)
+        inputs, outputs = self._build_graph(parts)
+        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+        for name, value in vars(parts).items():
+            setattr(self, name, value)
+        for name, value in arguments.items():
+            setattr(self, name, value)
+
+    @classmethod
+    def from_preset(cls, preset, vocabulary_size, **kwargs):
+        """Builds a model with the sizes of a preset.
+
+        Args:
+            preset: str. One of `"base"`, `"big"` (the paper's), `"small"`
+                or `"tiny"` (for Multi30k on a CPU), `"tiny_4x128"` (the
+                published Transformer-tiny sizes for Multi30k: 4 layers of
+                width 128, feed-forward 256, 4 heads, dropout 0.3).
+            vocabulary_size: int. Size of the vocabulary.
+            **kwargs: override any constructor argument.
+        """
+        check_choice("preset", preset, tuple(PRESETS))
+        config = copy.deepcopy(PRESETS[preset])
+        config.update(kwargs)
+        return cls(vocabulary_size=vocabulary_size, **config)
+
+    def get_config(self):
+        # Only the constructor arguments: the graph is rebuilt from them.
+        config = {name: getattr(self, name) for name in ARGUMENTS}
+        config["name"] = self.name
+        config["dtype"] = keras.dtype_policies.serialize(self.dtype_policy)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
+
+
+def token_embedding(arguments, dtype):
+    """The one embedding of the tokens, tied to the output projection."""
+    return TokenAndPositionEmbedding(
+        arguments["vocabulary_size"],
+        embedding_dim=arguments["hidden_dim"],
+        sequence_length=arguments["max_sequence_length"],
+        position=arguments["position"],
+        dtype=dtype,
+        name="token_embedding",
+    )
+
+
+def embedding_dropout(arguments, dtype, name):
+    """The dropout after the embedding, seeded by its name."""
+    return keras.layers.Dropout(
+        arguments["dropout"],
+        seed=sub_seed(arguments["seed"], name),
+        dtype=dtype,
+        name=name,
+    )
+
+
+def blocks(block_class, prefix, arguments, dtype):
+    """`num_layers` blocks named `{prefix}_{i}`, each seeded by its name."""
+    return [
+        block_class(
+            num_heads=arguments["num_heads"],
+            intermediate_dim=arguments["intermediate_dim"],
+            dropout=arguments["dropout"],
+            attention_dropout=arguments["attention_dropout"],
+            layer_norm_epsilon=arguments["layer_norm_epsilon"],
+            norm_first=arguments["norm_first"],
+            seed=sub_seed(arguments["seed"], f"{prefix}_{i}"),
+            dtype=dtype,
+            name=f"{prefix}_{i}",
+        )
+        for i in range(arguments["num_layers"])
+    ]
+
+
+def final_norm(arguments, dtype, name):
+    """The layer norm after a pre-norm stack; `None` for post-norm."""
+    if not arguments["norm_first"]:
+        return None
+    return keras.layers.LayerNormalization(
+        epsilon=arguments["layer_norm_epsilon"], dtype=dtype, name=name
+    )
+
+
+def decode_cached(
+    model,
+    token_ids,
+    index,
+    self_attention_cache,
+    cross_attention_cache=None,
+    encoder_padding_mask=None,
+):
+    """Runs the decoder blocks of `model` on new tokens with their caches.
+
+    Args:
+        model: a model with `token_embedding`, `decoder_blocks` and
+            `decoder_norm`.
+        token_ids: int tensor `(B, T)`, the tokens at positions `index, ...`.
+        index: int or scalar int tensor.
+        self_attention_cache: `(B, num_layers, 2, L, N, H)`.
+        cross_attention_cache: `(B, num_layers, 2, S, N, H)`, or `None`
+            for decoder-only blocks.
+        encoder_padding_mask: boolean `(B, S)`, or `None`.
+
+    Returns:
+        `(logits, self_attention_cache)`: logits `(B, T, V)` and the
+        updated cache.
+    """
+    x = model.token_embedding(token_ids, start_index=index)
+    caches = []
+    for i, block in enumerate(model.decoder_blocks):
+        x, cache = block(
+            x,
+            encoder_padding_mask=encoder_padding_mask,
+            self_attention_cache=self_attention_cache[:, i],
+            cross_attention_cache=(
+                None
+                if cross_attention_cache is None
+                else cross_attention_cache[:, i]
+            ),
+            cache_update_index=index,
+            training=False,
+        )
+        caches.append(cache)
+    if model.decoder_norm is not None:
+        x = model.decoder_norm(x)
+    logits = model.token_embedding(x, reverse=True)
+    return logits, ops.stack(caches, axis=1)
+
+
+def _check_arguments(arguments):
+    for name in (
+        "vocabulary_size",
+        "num_layers",
+        "hidden_dim",
+        "num_heads",
+        "intermediate_dim",
+        "max_sequence_length",
+    ):
+        check_positive_int(name, arguments[name])
+    check_rate("dropout", arguments["dropout"])
+    check_rate("attention_dropout", arguments["attention_dropout"])
+    check_choice("position", arguments["position"], ("sinusoidal", "learned"))
+    if arguments["hidden_dim"] % arguments["num_heads"]:
+        raise ValueError(
+            "`hidden_dim` must be divisible by `num_heads`. Received: "
+            f"hidden_dim={arguments['hidden_dim']}, "
+            f"num_heads={arguments['num_heads']}"
+        )

@@ -1,0 +1,43 @@
+"""Test helpers shared across test files: scripts loaded by path, data."""
+
+import importlib.util
+import pathlib
+
+import pytest
+
+from keras_attention import data
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def load_script(path, name=None):
+    """Imports the Python file `path` (relative to the repository root, or
+    absolute) as a module named `name` (defaults to its path)."""
+    path = ROOT / path
+    if name is None:
+        name = "_".join(path.relative_to(ROOT).with_suffix("").parts)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def data_available(*names):
+    """Whether every data file `names` resolves (staged or downloadable)."""
+    try:
+        for name in names:
+            data.get_file(name)
+    except Exception:  # no staged data, and no network to download it
+        return False
+    return True
+
+
+SICK_AND_GLOVE = ("sick/SICK_trial.txt", "glove/glove.6B.50d.subset.txt.gz")
+
+
+def needs_data(*names):
+    """A `skipif` mark for tests that need the data files `names`."""
+    return pytest.mark.skipif(
+        not data_available(*names),
+        reason=f"needs the data files {', '.join(names)}",
+    )
