@@ -40,6 +40,7 @@ from keras_attention.training.cli import flag
 from keras_attention.training.cli import parse_config
 from keras_attention.training.precision import jit_compile
 from keras_attention.training.precision import loss_scaled
+from keras_attention.training.precision import resolve_mixed_precision
 from keras_attention.training.precision import set_mixed_precision
 from keras_attention.training.runs import load_model
 from keras_attention.training.runs import read_config
@@ -75,6 +76,7 @@ __all__ = [
     "precision",
     "read_config",
     "read_vocabulary",
+    "resolve_mixed_precision",
     "runs",
     "set_mixed_precision",
     "strategies",

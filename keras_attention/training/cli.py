@@ -33,7 +33,7 @@ import argparse
 import dataclasses
 
 from keras_attention.training.precision import JIT_COMPILE
-from keras_attention.training.precision import MIXED_PRECISION
+from keras_attention.training.precision import MIXED_PRECISION_CHOICES
 from keras_attention.training.strategies import STRATEGIES
 
 # Epochs of a `--smoke` run when `--epochs` is not given.
@@ -59,8 +59,10 @@ SHARED_FLAGS = {
         "keras_attention.training.strategies).",
     ),
     "mixed_precision": dict(
-        choices=tuple(MIXED_PRECISION),
-        help="Compute dtype: float16 (with loss scaling) or bfloat16.",
+        choices=MIXED_PRECISION_CHOICES,
+        help="Compute dtype: float16 (with loss scaling), bfloat16, none "
+        "(float32) or auto (bfloat16 on CPUs with native bfloat16 where it "
+        "was measured faster, else float32).",
     ),
     "jit_compile": dict(
         choices=tuple(JIT_COMPILE),

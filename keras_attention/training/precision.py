@@ -3,7 +3,9 @@
 `--mixed-precision` sets the global Keras dtype policy before the model is
 built (`set_mixed_precision`); under `mixed_float16` the optimizer gets
 dynamic loss scaling (`loss_scaled`); `--jit-compile` becomes the
-`compile(jit_compile=...)` argument (`jit_compile`).
+`compile(jit_compile=...)` argument (`jit_compile`). `--mixed-precision
+auto` (the applications' default) picks bfloat16 where it was measured to
+pay and float32 elsewhere (`resolve_mixed_precision`).
 """
 
 import keras
@@ -13,7 +15,105 @@ MIXED_PRECISION = {
     "float16": "mixed_float16",
     "bfloat16": "mixed_bfloat16",
 }
+MIXED_PRECISION_CHOICES = ("auto",) + tuple(MIXED_PRECISION)
 JIT_COMPILE = {"auto": "auto", "true": True, "false": False}
+
+# CPU flags of native bfloat16 matrix products: AVX512-BF16 and AMX on
+# x86-64, the BF16 extension on Arm (Linux's /proc/cpuinfo names).
+BFLOAT16_CPU_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")
+
+# Backends whose `small` Transformer training step ran faster under
+# `mixed_bfloat16` than in float32 on a CPU with native bfloat16
+# (`benchmarks/transformer_training.py --precisions
+# float32,mixed_bfloat16`; the figures are in the README). `auto` picks
+# bfloat16 for these only.
+CPU_BFLOAT16_BACKENDS = ("tensorflow",)
+
+
+def cpu_has_bfloat16(cpuinfo="/proc/cpuinfo"):
+    """Whether this CPU has native bfloat16 matrix products.
+
+    Reads the CPU flags from `cpuinfo` (Linux); elsewhere, or when the file
+    cannot be read, the answer is `False` (detected, never assumed).
+
+    Args:
+        cpuinfo: path of the kernel's CPU description.
+
+    Returns:
+        `True` if a flag of `BFLOAT16_CPU_FLAGS` is listed.
+    """
+    try:
+        with open(cpuinfo) as f:
+            text = f.read()
+    except OSError:
+        return False
+    flags = set()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            flags.update(value.split())
+    return any(flag in flags for flag in BFLOAT16_CPU_FLAGS)
+
+
+def _has_accelerator(backend):
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        return bool(tf.config.list_physical_devices("GPU"))
+    if backend == "jax":
+        import jax
+
+        return jax.default_backend() != "cpu"
+    if backend == "torch":
+        import torch
+
+        return torch.cuda.is_available()
+    return False
+
+
+def resolve_mixed_precision(name, backend=None, accelerator=None, cpu=None):
+    """The precision `--mixed-precision name` means on this machine.
+
+    `"auto"` becomes `"bfloat16"` when training runs on the CPU, the CPU
+    has native bfloat16 (`cpu_has_bfloat16`) and the backend is one whose
+    training step was measured faster that way (`CPU_BFLOAT16_BACKENDS`);
+    otherwise `"none"` (float32). On GPUs `auto` stays float32: no GPU
+    measurement backs another choice yet. Other names are returned as they
+    are.
+
+    Args:
+        name: str. `"auto"`, `"none"`, `"float16"` or `"bfloat16"`.
+        backend: the Keras backend; defaults to the running one.
+        accelerator: whether a GPU is in use; detected when `None`.
+        cpu: whether the CPU has native bfloat16; detected when `None`.
+
+    Returns:
+        `"none"`, `"float16"` or `"bfloat16"`.
+
+    Example:
+
+    >>> resolve_mixed_precision("auto", "tensorflow", False, True)
+    'bfloat16'
+    >>> resolve_mixed_precision("auto", "tensorflow", False, False)
+    'none'
+    >>> resolve_mixed_precision("float16")
+    'float16'
+    """
+    if name not in MIXED_PRECISION_CHOICES:
+        raise ValueError(
+            f"Argument `mixed_precision` must be one of "
+            f"{MIXED_PRECISION_CHOICES}. Received: mixed_precision={name!r}"
+        )
+    if name != "auto":
+        return name
+    backend = backend or keras.backend.backend()
+    if accelerator is None:
+        accelerator = _has_accelerator(backend)
+    if cpu is None:
+        cpu = cpu_has_bfloat16()
+    if not accelerator and cpu and backend in CPU_BFLOAT16_BACKENDS:
+        return "bfloat16"
+    return "none"
 
 
 def set_mixed_precision(name="none"):
@@ -21,13 +121,14 @@ def set_mixed_precision(name="none"):
 
     `"float16"` -> `"mixed_float16"` (compute in float16, variables in
     float32; compile with `loss_scaled(optimizer)`), `"bfloat16"` ->
-    `"mixed_bfloat16"` (no loss scaling needed), `"none"` -> `"float32"`.
-    Models built afterwards use the policy; the models' output layers
-    compute in float32.
+    `"mixed_bfloat16"` (no loss scaling needed), `"none"` -> `"float32"`,
+    `"auto"` -> what `resolve_mixed_precision` picks. Models built
+    afterwards use the policy; the models' output layers, the losses and
+    the attention softmax compute in float32.
 
     Args:
-        name: str. `"none"`, `"float16"` or `"bfloat16"`. Defaults to
-            `"none"`.
+        name: str. `"auto"`, `"none"`, `"float16"` or `"bfloat16"`.
+            Defaults to `"none"`.
 
     Returns:
         The policy name that was set.
@@ -39,12 +140,7 @@ def set_mixed_precision(name="none"):
     >>> set_mixed_precision("none")
     'float32'
     """
-    if name not in MIXED_PRECISION:
-        raise ValueError(
-            f"Argument `mixed_precision` must be one of "
-            f"{tuple(MIXED_PRECISION)}. Received: mixed_precision={name!r}"
-        )
-    policy = MIXED_PRECISION[name]
+    policy = MIXED_PRECISION[resolve_mixed_precision(name)]
     keras.mixed_precision.set_dtype_policy(policy)
     return policy
 
