@@ -464,6 +464,57 @@ def _greedy_fn(model, settings):
     return run
 
 
+def _beam_start(model, encoder_token_ids, settings):
+    """What both beam searches start from: `(batch, L, limits (B, 1),
+    state, token buffer (B * K, L + 1), prompt ends (B, 1) or None)`."""
+    _, start_id, _, extra, _, use_cache, beams = settings[:7]
+    batch, source_length = ops.shape(encoder_token_ids)
+    length = _output_length(model, source_length, settings)
+    # (B,) -> (B, 1), compared with each sentence's beams.
+    limits = ops.expand_dims(_limits(encoder_token_ids, extra, length), 1)
+    state = _initial_state(model, encoder_token_ids, length, beams, use_cache)
+    if _decoder_only(model):
+        prompt_ends = ops.expand_dims(_prompt_lengths(encoder_token_ids), 1)
+        tokens = _initial_tokens(encoder_token_ids, start_id, length, beams)
+        return batch, length, limits, state, tokens, prompt_ends
+    tokens = ops.concatenate(
+        [
+            ops.full((batch * beams, 1), start_id, "int32"),
+            ops.zeros((batch * beams, length), "int32"),
+        ],
+        axis=1,
+    )  # (B * K, L + 1)
+    return batch, length, limits, state, tokens, None
+
+
+def _constrain(log_probs, step, tokens, limits, prompt_ends, end_id, beams):
+    """`(B * K, V)` log-probabilities of the next token -> `(B, K, V)`, with
+    only `end_id` allowed at the length limit and, inside a decoder-only
+    model's prompt, only the prompt's next token, at no cost.
+
+    Returns `(log_probs, generated, in_prompt)`: the tokens the hypotheses
+    have after this step (the prompt not counted) and, for a decoder-only
+    model, whether each sentence is still in its prompt `(B, 1)`.
+    """
+    vocabulary_size = ops.shape(log_probs)[-1]
+    log_probs = ops.reshape(log_probs, (-1, beams, vocabulary_size))
+    vocabulary = ops.arange(vocabulary_size)
+    forced = ops.expand_dims(ops.greater_equal(step + 1, limits), -1)
+    not_end = ops.not_equal(vocabulary, end_id)
+    log_probs = ops.where(ops.logical_and(forced, not_end), NEGATIVE, log_probs)
+    if prompt_ends is None:
+        return log_probs, step + 1, None
+    in_prompt = ops.less_equal(step + 1, prompt_ends)  # (B, 1)
+    prompt_token = ops.reshape(
+        ops.take(tokens, step + 1, axis=1), (-1, beams, 1)
+    )
+    only_prompt = ops.where(ops.equal(vocabulary, prompt_token), 0.0, NEGATIVE)
+    log_probs = ops.where(
+        ops.expand_dims(in_prompt, -1), only_prompt, log_probs
+    )
+    return log_probs, ops.maximum(step + 1 - prompt_ends, 0), in_prompt
+
+
 def _beam_fn(model, settings):
     """GNMT beam search: `K` live hypotheses and `K` finished ones."""
     _, start_id, end_id, extra, _, use_cache, beams, alpha, _ = settings
@@ -473,27 +524,12 @@ def _beam_fn(model, settings):
         return ops.power((5.0 + ops.cast(lengths, "float32")) / 6.0, alpha)
 
     def run(encoder_token_ids):
-        batch, source_length = ops.shape(encoder_token_ids)
-        length = _output_length(model, source_length, settings)
-        # (B,) -> (B, 1), compared with each sentence's beams.
-        limits = ops.expand_dims(_limits(encoder_token_ids, extra, length), 1)
-        state = _initial_state(
-            model, encoder_token_ids, length, beams, use_cache
+        batch, length, limits, state, tokens, prompt_ends = _beam_start(
+            model, encoder_token_ids, settings
         )
-        flat = batch * beams
         if decoder_only:
-            prompt_lengths = _prompt_lengths(encoder_token_ids)  # (B,)
-            prompt_ends = ops.expand_dims(prompt_lengths, 1)  # (B, 1)
-            tokens = _initial_tokens(encoder_token_ids, start_id, length, beams)
             longest = limits - prompt_ends  # (B, 1) tokens a reply may have
         else:
-            tokens = ops.concatenate(
-                [
-                    ops.full((flat, 1), start_id, "int32"),
-                    ops.zeros((flat, length), "int32"),
-                ],
-                axis=1,
-            )  # (B * K, L + 1)
             longest = limits
         # The best score a live hypothesis can still reach is bounded with
         # the longest output's penalty (see `beam_search`).
@@ -522,30 +558,10 @@ def _beam_fn(model, settings):
             log_probs, cache = _next_token_log_probs(
                 model, step, tokens, (cache,) + state[1:], use_cache, length
             )
+            log_probs, generated, in_prompt = _constrain(
+                log_probs, step, tokens, limits, prompt_ends, end_id, beams
+            )  # (B, K, V)
             vocabulary_size = ops.shape(log_probs)[-1]
-            log_probs = ops.reshape(log_probs, (batch, beams, -1))  # (B,K,V)
-            vocabulary = ops.arange(vocabulary_size)
-            # At the length limit only the end token may follow.
-            forced = ops.expand_dims(ops.greater_equal(step + 1, limits), -1)
-            not_end = ops.not_equal(vocabulary, end_id)
-            log_probs = ops.where(
-                ops.logical_and(forced, not_end), NEGATIVE, log_probs
-            )
-            generated = step + 1  # tokens in the hypotheses after this step
-            if decoder_only:
-                # Inside its prompt a sentence can only take the prompt's
-                # next token, at no cost; the prompt is not counted.
-                in_prompt = ops.less_equal(step + 1, prompt_ends)  # (B, 1)
-                prompt_token = ops.reshape(
-                    ops.take(tokens, step + 1, axis=1), (batch, beams, 1)
-                )
-                only_prompt = ops.where(
-                    ops.equal(vocabulary, prompt_token), 0.0, NEGATIVE
-                )
-                log_probs = ops.where(
-                    ops.expand_dims(in_prompt, -1), only_prompt, log_probs
-                )
-                generated = ops.maximum(step + 1 - prompt_ends, 0)
             totals = ops.expand_dims(alive_scores, -1) + log_probs
             # (B, K * V) -> the 2K best extensions: at most K of them end
             # (one per live hypothesis), so K of them can stay live.
@@ -614,7 +630,7 @@ def _beam_fn(model, settings):
         if decoder_only:
             width = min(max(extra, 1), length)
             best_tokens = _continuations(
-                best_tokens, prompt_lengths, width, length
+                best_tokens, prompt_ends[:, 0], width, length
             )
         else:
             best_tokens = best_tokens[:, 1:]
@@ -641,26 +657,9 @@ def _legacy_beam_fn(model, settings):
         return ops.power((5.0 + ops.cast(lengths, "float32")) / 6.0, alpha)
 
     def run(encoder_token_ids):
-        batch, source_length = ops.shape(encoder_token_ids)
-        length = _output_length(model, source_length, settings)
-        # (B,) -> (B, 1), compared with each sentence's beams.
-        limits = ops.expand_dims(_limits(encoder_token_ids, extra, length), 1)
-        state = _initial_state(
-            model, encoder_token_ids, length, beams, use_cache
+        batch, length, limits, state, tokens, prompt_ends = _beam_start(
+            model, encoder_token_ids, settings
         )
-        flat = batch * beams
-        if decoder_only:
-            prompt_lengths = _prompt_lengths(encoder_token_ids)  # (B,)
-            prompt_ends = ops.expand_dims(prompt_lengths, 1)  # (B, 1)
-            tokens = _initial_tokens(encoder_token_ids, start_id, length, beams)
-        else:
-            tokens = ops.concatenate(
-                [
-                    ops.full((flat, 1), start_id, "int32"),
-                    ops.zeros((flat, length), "int32"),
-                ],
-                axis=1,
-            )  # (B * K, L + 1)
         # Only the first beam is live at the start, so the first step
         # expands one hypothesis, not K copies of it.
         first = ops.cast(ops.equal(ops.arange(beams), 0), "float32")
@@ -687,30 +686,11 @@ def _legacy_beam_fn(model, settings):
                 use_cache,
                 length,
             )
+            log_probs, generated, in_prompt = _constrain(
+                log_probs, step, tokens, limits, prompt_ends, end_id, beams
+            )  # (B, K, V)
             vocabulary_size = ops.shape(log_probs)[-1]
-            log_probs = ops.reshape(log_probs, (batch, beams, -1))  # (B,K,V)
             vocabulary = ops.arange(vocabulary_size)
-            # At the length limit only the end token may follow.
-            forced = ops.expand_dims(ops.greater_equal(step + 1, limits), -1)
-            not_end = ops.not_equal(vocabulary, end_id)
-            log_probs = ops.where(
-                ops.logical_and(forced, not_end), NEGATIVE, log_probs
-            )
-            generated = step + 1  # tokens in the hypotheses after this step
-            if decoder_only:
-                # Inside its prompt a sentence can only take the prompt's
-                # next token, at no cost; the prompt is not counted.
-                in_prompt = ops.less_equal(step + 1, prompt_ends)  # (B, 1)
-                prompt_token = ops.reshape(
-                    ops.take(tokens, step + 1, axis=1), (batch, beams, 1)
-                )
-                only_prompt = ops.where(
-                    ops.equal(vocabulary, prompt_token), 0.0, NEGATIVE
-                )
-                log_probs = ops.where(
-                    ops.expand_dims(in_prompt, -1), only_prompt, log_probs
-                )
-                generated = ops.maximum(step + 1 - prompt_ends, 0)
             alive = ops.expand_dims(scores, -1) + log_probs
             # A finished hypothesis continues only with padding, unchanged.
             done = ops.where(
@@ -762,7 +742,7 @@ def _legacy_beam_fn(model, settings):
         if decoder_only:
             width = min(max(extra, 1), length)
             best_tokens = _continuations(
-                best_tokens, prompt_lengths, width, length
+                best_tokens, prompt_ends[:, 0], width, length
             )
         else:
             best_tokens = best_tokens[:, 1:]

@@ -83,37 +83,17 @@ def test_outputs_end_within_source_length_plus_extra(model):
     assert all(END not in ids and 0 not in ids for ids in stripped)
 
 
-class ChainModel:
-    """A fixed bigram table: after any token, 'a' (id 3) has probability
-    0.6 and the end token 0.4; after the start token both 0.5. Short
-    outputs have the higher raw log-probability, long ones win under a
-    strong length penalty."""
-
-    max_sequence_length = 8
-    variables = []
-
-    def __init__(self):
-        table = np.full((4, 4), -30.0, "float32")
-        table[START, [END, 3]] = np.log([0.5, 0.5])
-        table[3, [END, 3]] = np.log([0.4, 0.6])
-        self.table = table
-
-    def encode(self, ids):
-        batch, length = ops.shape(ids)
-        return ops.zeros((batch, length, 1)), ops.not_equal(ids, 0)
-
-    def initial_cache(self, encoded, length):
-        return ops.zeros((ops.shape(encoded)[0], 1)), ops.zeros((1,))
-
-    def decode_step(self, ids, index, self_cache, cross_cache, mask):
-        return ops.take(self.table, ids, axis=0), self_cache
-
-    def decode(self, ids, encoded, mask):
-        return ops.take(self.table, ids, axis=0)
+def chain_model():
+    """After any token, 'a' (id 3) has probability 0.6 and the end token
+    0.4; after the start token both 0.5. Short outputs have the higher raw
+    log-probability, long ones win under a strong length penalty."""
+    rows = [[0, 0, 0.4, 0.6] for _ in range(4)]
+    rows[START] = [0, 0, 0.5, 0.5]
+    return TableModel(log_probability_rows(rows))
 
 
 def test_length_penalty_changes_the_ranking():
-    chain = ChainModel()
+    chain = chain_model()
     source = np.array([[5, 5, 5]], "int32")
     plain = decoding.beam_search(
         chain, source, START, END, beam_size=2, alpha=0.0, **SHORT2
