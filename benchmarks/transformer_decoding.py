@@ -1,4 +1,6 @@
-"""Cached vs uncached beam-4 decoding of 30-token outputs.
+"""Cached vs uncached beam-4 decoding of 30-token outputs, and the GNMT
+search (`decoding.beam_search`) against the 0.1 one
+(`decoding.search.legacy_beam_search`), both cached.
 
 Usage: python benchmarks/transformer_decoding.py [--backend tensorflow]
     [--preset small] [--batch 16] [--repeats 5]
@@ -7,7 +9,8 @@ Both runs decode the same sources with the same (randomly initialised)
 `small` Transformer, beam 4, alpha 0.6; every hypothesis is forced to 30
 tokens (the end id is one the model is never asked to prefer, and the
 length limit is source length + 0 = 30). Compiled functions only; the first
-call of each (compilation) is not timed. Writes
+call of each (compilation) is not timed; the three runs are interleaved.
+Writes
 benchmarks/results/transformer_decoding_<backend>_<preset>.json.
 """
 
@@ -33,6 +36,7 @@ def main():
     import numpy as np
 
     from keras_attention import decoding
+    from keras_attention.decoding import search
     from keras_attention.models import Transformer
 
     keras.utils.set_random_seed(0)
@@ -43,8 +47,8 @@ def main():
     sources = sources.astype("int32")
     end_id = vocabulary - 1
 
-    def run(use_cache):
-        return decoding.beam_search(
+    def run(use_cache, function=decoding.beam_search):
+        return function(
             model,
             sources,
             2,
@@ -55,18 +59,22 @@ def main():
             use_cache=use_cache,
         )
 
+    legacy = search.legacy_beam_search
     cached = np.asarray(keras.ops.convert_to_numpy(run(True)))
     uncached = np.asarray(keras.ops.convert_to_numpy(run(False)))
+    old = np.asarray(keras.ops.convert_to_numpy(run(True, legacy)))
     same = bool(np.array_equal(cached, uncached))
+    same_as_legacy = bool(np.array_equal(cached, old))
     lengths = (cached != 0).sum(1)
     times = common.time_interleaved(
         [
             lambda: keras.ops.convert_to_numpy(run(True)),
             lambda: keras.ops.convert_to_numpy(run(False)),
+            lambda: keras.ops.convert_to_numpy(run(True, legacy)),
         ],
         args.repeats,
     )
-    cached_ms, uncached_ms = (common.median_ms(t) for t in times)
+    cached_ms, uncached_ms, legacy_ms = (common.median_ms(t) for t in times)
     result = {
         "backend": args.backend,
         "preset": args.preset,
@@ -77,6 +85,9 @@ def main():
         "uncached_ms_median": round(uncached_ms, 1),
         "speedup": round(uncached_ms / cached_ms, 2),
         "same_outputs": same,
+        "legacy_cached_ms_median": round(legacy_ms, 1),
+        "gnmt_over_legacy": round(cached_ms / legacy_ms, 3),
+        "same_outputs_as_legacy": same_as_legacy,
         "repeats": args.repeats,
         "environment": common.environment(args.backend),
     }
@@ -91,7 +102,9 @@ def main():
         f"{args.backend}: cached {cached_ms:.0f} ms, uncached "
         f"{uncached_ms:.0f} ms (median of {args.repeats}), speed-up "
         f"{uncached_ms / cached_ms:.1f}x, same outputs: {same}, "
-        f"output tokens (median) {np.median(lengths):.0f}"
+        f"output tokens (median) {np.median(lengths):.0f}; legacy search "
+        f"cached {legacy_ms:.0f} ms, GNMT / legacy {cached_ms / legacy_ms:.3f}"
+        f" (same outputs: {same_as_legacy})"
     )
 
 

@@ -221,10 +221,12 @@ assert loss_after < loss_before - 1.0, (loss_before, loss_after)
 ## Greedy and beam search
 
 `greedy_search` takes the most probable subword at every step. `beam_search`
-keeps the `beam_size` best partial translations, ranked by log-probability
-divided by the GNMT length penalty `((5 + |Y|) / 6) ** alpha` (the paper uses
-4 beams and `alpha = 0.6`). Both decode one subword per step, with the keys
-and values of earlier steps held in a cache, inside one compiled loop.
+keeps the `beam_size` best unfinished translations and, apart, the
+`beam_size` best finished ones, ranked by log-probability divided by the
+GNMT length penalty `((5 + |Y|) / 6) ** alpha` (the paper uses 4 beams and
+`alpha = 0.6`); it stops once no unfinished one can still win. Both decode
+one subword per step, with the keys and values of earlier steps held in a
+cache, inside one compiled loop.
 """
 
 sources = pad(data.encode_sentences(tokenizer, test_en, max_length=24), 24)

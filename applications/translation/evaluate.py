@@ -10,9 +10,11 @@ directory, translates test2016 and test2017 with beam search, and writes
 
 - `bleu_sacrebleu_test2016`, `bleu_sacrebleu_test2017`: SacreBLEU on
   detokenized, cased output against the raw references (13a tokenization);
-- `bleu_tok_lc_test2016`, `bleu_tok_lc_test2017`: BLEU on lowercased,
-  tokenized text against the lowercased, Moses-tokenized references that
-  ship with Multi30k (the figure most Multi30k papers print);
+- `bleu_tok_lc_test2016`, `bleu_tok_lc_test2017`: BLEU on lowercased
+  text, hypotheses and references both tokenized with the Moses tokenizer
+  (`keras_attention.metrics.tokenized_bleu`; the references then equal
+  Multi30k's `*.lc.norm.tok.de` files): the figure Multi30k papers print;
+- `chrf_test2016`, `chrf_test2017`: chrF (sacrebleu) on detokenized text;
 - the training figures from `training.json` (time, parameters, tokens per
   second).
 """
@@ -23,7 +25,6 @@ import os
 import time
 
 import keras
-import sacrebleu
 
 from keras_attention import data
 
@@ -39,15 +40,14 @@ from keras_attention.training import runs
 SAMPLES = 5
 
 
-def bleu_scores(hypotheses, references, tokenized_references):
-    """SacreBLEU (cased, 13a) and tokenized lowercased BLEU."""
-    sacre = sacrebleu.corpus_bleu(hypotheses, [references], tokenize="13a")
-    tokenizer = sacrebleu.tokenizers.tokenizer_13a.Tokenizer13a()
-    tokenized = [tokenizer(h.lower()) for h in hypotheses]
-    tok_lc = sacrebleu.corpus_bleu(
-        tokenized, [tokenized_references], tokenize="none", force=True
+def bleu_scores(hypotheses, references):
+    """SacreBLEU (cased, 13a), tokenized lowercased BLEU (Moses on both
+    sides) and chrF."""
+    return (
+        registered_metrics.sacre_bleu(hypotheses, references),
+        registered_metrics.tokenized_bleu(hypotheses, references, "de"),
+        registered_metrics.chrf(hypotheses, references),
     )
-    return sacre.score, tok_lc.score
 
 
 def load_translator(model_dir):
@@ -80,24 +80,22 @@ def evaluate(
     results = {}
     for split in splits:
         sources, references = data.load_multi30k(split, data_dir=data_dir)
-        _, tokenized = data.load_multi30k(
-            split, data_dir=data_dir, tokenized=True
-        )
         if limit:
             sources, references = sources[:limit], references[:limit]
-            tokenized = tokenized[:limit]
         start = time.monotonic()
         hypotheses = translation.translate(
             model, tokenizer, sources, beam_size=beam_size, alpha=alpha
         )
         seconds = time.monotonic() - start
-        sacre, tok_lc = bleu_scores(hypotheses, references, tokenized)
+        sacre, tok_lc, chrf = bleu_scores(hypotheses, references)
         results[f"bleu_sacrebleu_{split}"] = round(sacre, 2)
         results[f"bleu_tok_lc_{split}"] = round(tok_lc, 2)
+        results[f"chrf_{split}"] = round(chrf, 2)
         results[f"decoding_seconds_{split}"] = round(seconds, 1)
         print(
             f"{split}: SacreBLEU {sacre:.2f} | tokenized lowercased BLEU "
-            f"{tok_lc:.2f} | {len(sources)} sentences in {seconds:.0f}s "
+            f"{tok_lc:.2f} | chrF {chrf:.2f} | {len(sources)} sentences in "
+            f"{seconds:.0f}s "
             f"(beam {beam_size}, alpha {alpha})"
         )
         if split == splits[0]:

@@ -342,11 +342,14 @@ def translate(
     alpha=0.6,
     batch_size=64,
     max_extra_length=50,
+    search=None,
 ):
     """Translates sentences with beam search (greedy when `beam_size=1`).
 
     Sources longer than `model.max_sequence_length` subwords are truncated
     to it (keeping the end id). Empty sentences raise a `ValueError`.
+    `search` is the beam search function, with the arguments of
+    `keras_attention.decoding.beam_search` (the default).
 
     Returns:
         A list of translated strings.
@@ -377,7 +380,7 @@ def translate(
                 model, batch, START_ID, END_ID, max_extra_length
             )
         else:
-            tokens = decoding.beam_search(
+            tokens = (search or decoding.beam_search)(
                 model,
                 batch,
                 START_ID,

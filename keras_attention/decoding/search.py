@@ -41,6 +41,8 @@ from keras_attention.utils.validation import check_positive_int
 
 # Scores of impossible continuations; finite so that sums stay finite.
 NEGATIVE = -1e9
+# Rank of an extension that ends, among those that may stay live.
+DEAD = -1e30
 
 _COMPILED = weakref.WeakKeyDictionary()
 
@@ -81,7 +83,7 @@ def greedy_search(
     settings = ("greedy", start_id, end_id, max_extra_length, max_length)
     settings += (use_cache,)
     run = _compiled(model, settings, _greedy_fn)
-    return run(_check_sources(model, encoder_token_ids, max_length))
+    return run(_check_sources(model, encoder_token_ids, max_length))[0]
 
 
 def beam_search(
@@ -96,7 +98,7 @@ def beam_search(
     use_cache=True,
     return_scores=False,
 ):
-    """Beam search with the GNMT length penalty.
+    """Beam search with the GNMT length penalty and a finished set.
 
     Hypotheses are ranked by `log P(Y | X) / lp(Y)` with
 
@@ -106,15 +108,38 @@ def beam_search(
 
     where `|Y|` counts the generated tokens including `end_id` (Wu et al.,
     2016, equation 14, without the coverage penalty); a decoder-only
-    model's prompt counts neither in `|Y|` nor in `log P`. A finished hypothesis
-    keeps its slot in the beam with a fixed score; the search ends when all
-    `beam_size` hypotheses of every sentence have finished. With
-    `beam_size=1` (any `alpha`) this is greedy search, and gives exactly
-    its output. The paper uses `beam_size=4`, `alpha=0.6`.
+    model's prompt counts neither in `|Y|` nor in `log P`. The paper uses
+    `beam_size=4`, `alpha=0.6`.
+
+    Each sentence keeps `K = beam_size` live hypotheses and a set of the
+    `K` best finished ones. At every step the `2K` best one-token
+    extensions of the live hypotheses (by `log P`) are taken; at most `K`
+    of them end (one per live hypothesis), so the `K` best that do not end
+    stay live, and those that end join the finished set, which keeps its
+    `K` best by `log P / lp`. The output is the best finished hypothesis.
+
+    Early stop: a sentence stops when no live hypothesis can still beat
+    its best finished one. With `alpha >= 0`, `lp` grows with the length;
+    log-probabilities are `<= 0`, so a live hypothesis with log-probability
+    `s` can only finish as a `Y'` with `log P(Y') <= s` and
+    `|Y'| <= n_max`, the sentence's length limit, and
+
+    ```
+    log P(Y') / lp(|Y'|) <= log P(Y') / lp(n_max) <= s / lp(n_max)
+    ```
+
+    (dividing a number `<= 0` by the larger `lp(n_max)` can only raise
+    it). The sentence stops once its best finished score is above
+    `max(s) / lp(n_max)` over its live hypotheses; the output is then the
+    one running to `n_max` would give. The search ends when every sentence
+    has stopped.
+
+    With `beam_size=1` this is greedy search (the most probable token at
+    every step, whatever `alpha`), and gives exactly its output.
 
     The encoder outputs and the cross-attention caches are tiled across
-    the beams once; the self-attention cache is reordered with the beams at
-    every step.
+    the beams once; the self-attention cache is reordered with the live
+    hypotheses at every step.
 
     Args:
         model: a `keras_attention.models.Transformer` or
@@ -124,7 +149,8 @@ def beam_search(
             or the prompts of a decoder-only model.
         start_id: int. First decoder input token.
         end_id: int. Token that ends a sentence.
-        beam_size: int. Hypotheses kept per sentence. Defaults to `4`.
+        beam_size: int. Live (and finished) hypotheses kept per sentence.
+            Defaults to `4`.
         alpha: float. Length penalty exponent; `0` ranks by plain
             log-probability. Defaults to `0.6`.
         max_extra_length: int. Defaults to `50`; see `greedy_search`.
@@ -138,16 +164,90 @@ def beam_search(
         `start_id`, or after the prompt for a decoder-only model, ending
         with `end_id`, padded with `0`); with
         `return_scores=True`, a tuple `(tokens, scores)`.
+
+    References:
+        Wu et al., 2016, Google's Neural Machine Translation System,
+        https://arxiv.org/abs/1609.08144 (section 7).
     """
+    return _run_beam(
+        _beam_fn,
+        model,
+        encoder_token_ids,
+        start_id,
+        end_id,
+        beam_size,
+        alpha,
+        max_extra_length,
+        max_length,
+        use_cache,
+        return_scores,
+    )
+
+
+def legacy_beam_search(
+    model,
+    encoder_token_ids,
+    start_id,
+    end_id,
+    beam_size=4,
+    alpha=0.6,
+    max_extra_length=50,
+    max_length=None,
+    use_cache=True,
+    return_scores=False,
+):
+    """The beam search of release 0.1, kept to compare with `beam_search`.
+
+    Not exported from `keras_attention.decoding`. The `K` best extensions
+    by `log P / lp` fill the beam; a finished hypothesis keeps its slot
+    with a fixed score, so once one has finished only `K - 1` keep
+    growing, and a sentence ends when all `K` have finished. Same
+    arguments and outputs as `beam_search`.
+    """
+    return _run_beam(
+        _legacy_beam_fn,
+        model,
+        encoder_token_ids,
+        start_id,
+        end_id,
+        beam_size,
+        alpha,
+        max_extra_length,
+        max_length,
+        use_cache,
+        return_scores,
+    )
+
+
+def _run_beam(
+    factory,
+    model,
+    encoder_token_ids,
+    start_id,
+    end_id,
+    beam_size,
+    alpha,
+    max_extra_length,
+    max_length,
+    use_cache,
+    return_scores,
+):
     check_positive_int("beam_size", beam_size)
     if not isinstance(alpha, (int, float)) or alpha < 0:
         raise ValueError(
             f"Argument `alpha` must be a number >= 0. Received: alpha={alpha!r}"
         )
-    settings = ("beam", start_id, end_id, max_extra_length, max_length)
-    settings += (use_cache, beam_size, float(alpha))
-    run = _compiled(model, settings, _beam_fn)
-    tokens, scores = run(_check_sources(model, encoder_token_ids, max_length))
+    ids = _check_sources(model, encoder_token_ids, max_length)
+    common = ("beam", start_id, end_id, max_extra_length, max_length)
+    if beam_size == 1 and factory is _beam_fn:
+        settings = ("greedy",) + common[1:] + (use_cache,)
+        tokens, log_probs, lengths = _compiled(model, settings, _greedy_fn)(ids)
+        lengths = ops.cast(ops.maximum(lengths, 1), "float32")
+        scores = log_probs / ops.power((5.0 + lengths) / 6.0, float(alpha))
+    else:
+        settings = common + (use_cache, beam_size, float(alpha))
+        settings += (factory.__name__,)
+        tokens, scores = _compiled(model, settings, factory)(ids)
     return (tokens, scores) if return_scores else tokens
 
 
@@ -307,14 +407,16 @@ def _greedy_fn(model, settings):
                 axis=1,
             )  # (B, L + 1)
         finished = ops.zeros((batch,), "bool")
+        scores = ops.zeros((batch,), "float32")  # log P of the output
+        lengths = ops.zeros((batch,), "int32")  # its tokens, end included
 
-        def cond(step, tokens, finished, self_cache):
+        def cond(step, tokens, finished, scores, lengths, self_cache):
             return ops.logical_and(
                 ops.less(step, length),
                 ops.logical_not(ops.all(finished)),
             )
 
-        def body(step, tokens, finished, self_cache):
+        def body(step, tokens, finished, scores, lengths, self_cache):
             log_probs, self_cache = _next_token_log_probs(
                 model,
                 step,
@@ -331,6 +433,14 @@ def _greedy_fn(model, settings):
                 in_prompt = ops.less_equal(step + 1, prompt_lengths)
                 prompt_token = ops.take(tokens, step + 1, axis=1)
                 chosen = ops.where(in_prompt, prompt_token, chosen)
+            counted = ops.logical_not(finished)
+            if decoder_only:
+                counted = ops.logical_and(counted, ops.logical_not(in_prompt))
+            picked = ops.take_along_axis(
+                log_probs, ops.expand_dims(chosen, 1), axis=1
+            )[:, 0]
+            scores = scores + ops.where(counted, picked, 0.0)
+            lengths = lengths + ops.cast(counted, "int32")
             chosen = ops.where(finished, 0, chosen)
             tokens = ops.slice_update(
                 tokens, [0, step + 1], ops.expand_dims(chosen, 1)
@@ -339,48 +449,217 @@ def _greedy_fn(model, settings):
             if decoder_only:
                 ends = ops.logical_and(ends, ops.logical_not(in_prompt))
             finished = ops.logical_or(finished, ends)
-            return step + 1, tokens, finished, self_cache
+            return step + 1, tokens, finished, scores, lengths, self_cache
 
         step = ops.convert_to_tensor(0, "int32")
-        _, tokens, _, _ = ops.while_loop(
-            cond, body, (step, tokens, finished, state[0])
-        )
+        loop = (step, tokens, finished, scores, lengths, state[0])
+        _, tokens, _, scores, lengths, _ = ops.while_loop(cond, body, loop)
         if decoder_only:
             width = min(max(extra, 1), length)
-            return _continuations(tokens, prompt_lengths, width, length)
-        return tokens[:, 1:]
+            tokens = _continuations(tokens, prompt_lengths, width, length)
+        else:
+            tokens = tokens[:, 1:]
+        return tokens, scores, lengths
 
     return run
 
 
+def _beam_start(model, encoder_token_ids, settings):
+    """What both beam searches start from: `(batch, L, limits (B, 1),
+    state, token buffer (B * K, L + 1), prompt ends (B, 1) or None)`."""
+    _, start_id, _, extra, _, use_cache, beams = settings[:7]
+    batch, source_length = ops.shape(encoder_token_ids)
+    length = _output_length(model, source_length, settings)
+    # (B,) -> (B, 1), compared with each sentence's beams.
+    limits = ops.expand_dims(_limits(encoder_token_ids, extra, length), 1)
+    state = _initial_state(model, encoder_token_ids, length, beams, use_cache)
+    if _decoder_only(model):
+        prompt_ends = ops.expand_dims(_prompt_lengths(encoder_token_ids), 1)
+        tokens = _initial_tokens(encoder_token_ids, start_id, length, beams)
+        return batch, length, limits, state, tokens, prompt_ends
+    tokens = ops.concatenate(
+        [
+            ops.full((batch * beams, 1), start_id, "int32"),
+            ops.zeros((batch * beams, length), "int32"),
+        ],
+        axis=1,
+    )  # (B * K, L + 1)
+    return batch, length, limits, state, tokens, None
+
+
+def _constrain(log_probs, step, tokens, limits, prompt_ends, end_id, beams):
+    """`(B * K, V)` log-probabilities of the next token -> `(B, K, V)`, with
+    only `end_id` allowed at the length limit and, inside a decoder-only
+    model's prompt, only the prompt's next token, at no cost.
+
+    Returns `(log_probs, generated, in_prompt)`: the tokens the hypotheses
+    have after this step (the prompt not counted) and, for a decoder-only
+    model, whether each sentence is still in its prompt `(B, 1)`.
+    """
+    vocabulary_size = ops.shape(log_probs)[-1]
+    log_probs = ops.reshape(log_probs, (-1, beams, vocabulary_size))
+    vocabulary = ops.arange(vocabulary_size)
+    forced = ops.expand_dims(ops.greater_equal(step + 1, limits), -1)
+    not_end = ops.not_equal(vocabulary, end_id)
+    log_probs = ops.where(ops.logical_and(forced, not_end), NEGATIVE, log_probs)
+    if prompt_ends is None:
+        return log_probs, step + 1, None
+    in_prompt = ops.less_equal(step + 1, prompt_ends)  # (B, 1)
+    prompt_token = ops.reshape(
+        ops.take(tokens, step + 1, axis=1), (-1, beams, 1)
+    )
+    only_prompt = ops.where(ops.equal(vocabulary, prompt_token), 0.0, NEGATIVE)
+    log_probs = ops.where(
+        ops.expand_dims(in_prompt, -1), only_prompt, log_probs
+    )
+    return log_probs, ops.maximum(step + 1 - prompt_ends, 0), in_prompt
+
+
 def _beam_fn(model, settings):
-    _, start_id, end_id, extra, _, use_cache, beams, alpha = settings
+    """GNMT beam search: `K` live hypotheses and `K` finished ones."""
+    _, start_id, end_id, extra, _, use_cache, beams, alpha, _ = settings
     decoder_only = _decoder_only(model)
 
     def penalty(lengths):
         return ops.power((5.0 + ops.cast(lengths, "float32")) / 6.0, alpha)
 
     def run(encoder_token_ids):
-        batch, source_length = ops.shape(encoder_token_ids)
-        length = _output_length(model, source_length, settings)
-        # (B,) -> (B, 1), compared with each sentence's beams.
-        limits = ops.expand_dims(_limits(encoder_token_ids, extra, length), 1)
-        state = _initial_state(
-            model, encoder_token_ids, length, beams, use_cache
+        batch, length, limits, state, tokens, prompt_ends = _beam_start(
+            model, encoder_token_ids, settings
         )
-        flat = batch * beams
         if decoder_only:
-            prompt_lengths = _prompt_lengths(encoder_token_ids)  # (B,)
-            prompt_ends = ops.expand_dims(prompt_lengths, 1)  # (B, 1)
-            tokens = _initial_tokens(encoder_token_ids, start_id, length, beams)
+            longest = limits - prompt_ends  # (B, 1) tokens a reply may have
         else:
-            tokens = ops.concatenate(
-                [
-                    ops.full((flat, 1), start_id, "int32"),
-                    ops.zeros((flat, length), "int32"),
-                ],
-                axis=1,
-            )  # (B * K, L + 1)
+            longest = limits
+        # The best score a live hypothesis can still reach is bounded with
+        # the longest output's penalty (see `beam_search`).
+        longest_penalty = penalty(longest)[:, 0]  # (B,)
+        # Only the first beam is live at the start, so the first step
+        # expands one hypothesis, not K copies of it.
+        first = ops.cast(ops.equal(ops.arange(beams), 0), "float32")
+        alive_scores = ops.tile(
+            ops.expand_dims((1.0 - first) * NEGATIVE, 0), (batch, 1)
+        )  # (B, K) log-probabilities
+        finished_tokens = ops.zeros((batch, beams, length + 1), "int32")
+        finished_scores = ops.full((batch, beams), NEGATIVE, "float32")
+        # (B, 1) offsets of each sentence's first beam in the flat batch.
+        offsets = ops.expand_dims(ops.arange(batch, dtype="int32") * beams, 1)
+
+        def cond(step, tokens, alive_scores, _, finished_scores, cache):
+            bound = ops.max(alive_scores, axis=1) / longest_penalty  # (B,)
+            done = ops.greater(finished_scores[:, 0], bound)
+            return ops.logical_and(
+                ops.less(step, length), ops.logical_not(ops.all(done))
+            )
+
+        def body(
+            step, tokens, alive_scores, finished_tokens, finished_scores, cache
+        ):
+            log_probs, cache = _next_token_log_probs(
+                model, step, tokens, (cache,) + state[1:], use_cache, length
+            )
+            log_probs, generated, in_prompt = _constrain(
+                log_probs, step, tokens, limits, prompt_ends, end_id, beams
+            )  # (B, K, V)
+            vocabulary_size = ops.shape(log_probs)[-1]
+            totals = ops.expand_dims(alive_scores, -1) + log_probs
+            # (B, K * V) -> the 2K best extensions: at most K of them end
+            # (one per live hypothesis), so K of them can stay live.
+            scores, picked = ops.top_k(
+                ops.reshape(totals, (batch, -1)), 2 * beams, sorted=True
+            )  # (B, 2K)
+            picked = ops.cast(picked, "int32")
+            origin = offsets + picked // vocabulary_size  # (B, 2K) flat rows
+            chosen = picked % vocabulary_size  # (B, 2K) tokens
+            ends = ops.equal(chosen, end_id)
+            if decoder_only:
+                ends = ops.logical_and(ends, ops.logical_not(in_prompt))
+            # (B * 2K, L + 1): the extended token buffers.
+            extended = ops.take(tokens, ops.reshape(origin, (-1,)), axis=0)
+            extended = ops.slice_update(
+                extended, [0, step + 1], ops.reshape(chosen, (-1, 1))
+            )
+            extended = ops.reshape(extended, (batch, 2 * beams, length + 1))
+
+            # Live: the K best extensions that do not end.
+            alive_scores, keep = ops.top_k(
+                ops.where(ends, DEAD, scores), beams, sorted=True
+            )  # (B, K)
+            keep = ops.cast(keep, "int32")
+            tokens = _take_rows(extended, keep)  # (B * K, L + 1)
+            if use_cache:
+                # Reorder the flat batch to follow the surviving beams.
+                order = ops.take_along_axis(origin, keep, axis=1)  # (B, K)
+                cache = ops.take(cache, ops.reshape(order, (-1,)), axis=0)
+
+            # Finished: the K best of the kept ones and those ending now,
+            # ranked by the length-normalised score. Extensions of
+            # impossible hypotheses (scores near NEGATIVE) never enter.
+            possible = ops.greater(scores, 0.5 * NEGATIVE)
+            normalized = scores / penalty(generated)
+            normalized = ops.where(
+                ops.logical_and(ends, possible), normalized, NEGATIVE
+            )
+            finished_scores, kept = ops.top_k(
+                ops.concatenate([finished_scores, normalized], axis=1),
+                beams,
+                sorted=True,
+            )  # (B, K) out of (B, 3K); the earlier one wins a tie
+            finished_tokens = _take_rows(
+                ops.concatenate([finished_tokens, extended], axis=1),
+                ops.cast(kept, "int32"),
+            )
+            finished_tokens = ops.reshape(
+                finished_tokens, (batch, beams, length + 1)
+            )
+            return (
+                step + 1,
+                tokens,
+                alive_scores,
+                finished_tokens,
+                finished_scores,
+                cache,
+            )
+
+        step = ops.convert_to_tensor(0, "int32")
+        loop = (step, tokens, alive_scores, finished_tokens, finished_scores)
+        _, _, _, finished_tokens, finished_scores, _ = ops.while_loop(
+            cond, body, loop + (state[0],)
+        )
+        best_tokens = finished_tokens[:, 0]  # (B, L + 1)
+        if decoder_only:
+            width = min(max(extra, 1), length)
+            best_tokens = _continuations(
+                best_tokens, prompt_ends[:, 0], width, length
+            )
+        else:
+            best_tokens = best_tokens[:, 1:]
+        return best_tokens, finished_scores[:, 0]
+
+    return run
+
+
+def _take_rows(values, picked):
+    """`values` `(B, M, W)`, `picked` `(B, P)` indices into `M` -> the
+    picked rows, flat: `(B * P, W)`."""
+    batch, rows, width = ops.shape(values)
+    flat = ops.reshape(values, (-1, width))  # (B * M, W)
+    offsets = ops.expand_dims(ops.arange(batch, dtype="int32") * rows, 1)
+    return ops.take(flat, ops.reshape(offsets + picked, (-1,)), axis=0)
+
+
+def _legacy_beam_fn(model, settings):
+    """The search of release 0.1: finished hypotheses keep their slots."""
+    _, start_id, end_id, extra, _, use_cache, beams, alpha, _ = settings
+    decoder_only = _decoder_only(model)
+
+    def penalty(lengths):
+        return ops.power((5.0 + ops.cast(lengths, "float32")) / 6.0, alpha)
+
+    def run(encoder_token_ids):
+        batch, length, limits, state, tokens, prompt_ends = _beam_start(
+            model, encoder_token_ids, settings
+        )
         # Only the first beam is live at the start, so the first step
         # expands one hypothesis, not K copies of it.
         first = ops.cast(ops.equal(ops.arange(beams), 0), "float32")
@@ -407,30 +686,11 @@ def _beam_fn(model, settings):
                 use_cache,
                 length,
             )
+            log_probs, generated, in_prompt = _constrain(
+                log_probs, step, tokens, limits, prompt_ends, end_id, beams
+            )  # (B, K, V)
             vocabulary_size = ops.shape(log_probs)[-1]
-            log_probs = ops.reshape(log_probs, (batch, beams, -1))  # (B,K,V)
             vocabulary = ops.arange(vocabulary_size)
-            # At the length limit only the end token may follow.
-            forced = ops.expand_dims(ops.greater_equal(step + 1, limits), -1)
-            not_end = ops.not_equal(vocabulary, end_id)
-            log_probs = ops.where(
-                ops.logical_and(forced, not_end), NEGATIVE, log_probs
-            )
-            generated = step + 1  # tokens in the hypotheses after this step
-            if decoder_only:
-                # Inside its prompt a sentence can only take the prompt's
-                # next token, at no cost; the prompt is not counted.
-                in_prompt = ops.less_equal(step + 1, prompt_ends)  # (B, 1)
-                prompt_token = ops.reshape(
-                    ops.take(tokens, step + 1, axis=1), (batch, beams, 1)
-                )
-                only_prompt = ops.where(
-                    ops.equal(vocabulary, prompt_token), 0.0, NEGATIVE
-                )
-                log_probs = ops.where(
-                    ops.expand_dims(in_prompt, -1), only_prompt, log_probs
-                )
-                generated = ops.maximum(step + 1 - prompt_ends, 0)
             alive = ops.expand_dims(scores, -1) + log_probs
             # A finished hypothesis continues only with padding, unchanged.
             done = ops.where(
@@ -482,7 +742,7 @@ def _beam_fn(model, settings):
         if decoder_only:
             width = min(max(extra, 1), length)
             best_tokens = _continuations(
-                best_tokens, prompt_lengths, width, length
+                best_tokens, prompt_ends[:, 0], width, length
             )
         else:
             best_tokens = best_tokens[:, 1:]

@@ -4,6 +4,7 @@ import pytest
 from keras import ops
 
 from keras_attention import decoding
+from keras_attention.decoding import search
 from keras_attention.models import Transformer
 
 START, END = 1, 2
@@ -82,37 +83,17 @@ def test_outputs_end_within_source_length_plus_extra(model):
     assert all(END not in ids and 0 not in ids for ids in stripped)
 
 
-class ChainModel:
-    """A fixed bigram table: after any token, 'a' (id 3) has probability
-    0.6 and the end token 0.4; after the start token both 0.5. Short
-    outputs have the higher raw log-probability, long ones win under a
-    strong length penalty."""
-
-    max_sequence_length = 8
-    variables = []
-
-    def __init__(self):
-        table = np.full((4, 4), -30.0, "float32")
-        table[START, [END, 3]] = np.log([0.5, 0.5])
-        table[3, [END, 3]] = np.log([0.4, 0.6])
-        self.table = table
-
-    def encode(self, ids):
-        batch, length = ops.shape(ids)
-        return ops.zeros((batch, length, 1)), ops.not_equal(ids, 0)
-
-    def initial_cache(self, encoded, length):
-        return ops.zeros((ops.shape(encoded)[0], 1)), ops.zeros((1,))
-
-    def decode_step(self, ids, index, self_cache, cross_cache, mask):
-        return ops.take(self.table, ids, axis=0), self_cache
-
-    def decode(self, ids, encoded, mask):
-        return ops.take(self.table, ids, axis=0)
+def chain_model():
+    """After any token, 'a' (id 3) has probability 0.6 and the end token
+    0.4; after the start token both 0.5. Short outputs have the higher raw
+    log-probability, long ones win under a strong length penalty."""
+    rows = [[0, 0, 0.4, 0.6] for _ in range(4)]
+    rows[START] = [0, 0, 0.5, 0.5]
+    return TableModel(log_probability_rows(rows))
 
 
 def test_length_penalty_changes_the_ranking():
-    chain = ChainModel()
+    chain = chain_model()
     source = np.array([[5, 5, 5]], "int32")
     plain = decoding.beam_search(
         chain, source, START, END, beam_size=2, alpha=0.0, **SHORT2
@@ -135,3 +116,199 @@ def test_bad_arguments_name_the_value(model):
         decoding.greedy_search(model, np.ones((1, 40), "int32"), START, END)
     with pytest.raises(ValueError, match=r"shape \(3,\)"):
         decoding.greedy_search(model, np.ones((3,), "int32"), START, END)
+
+
+class TableModel:
+    """Next-token log-probabilities from a table: the row of the last token
+    plus, optionally, a row per position, `(V, V)` and `(L, V)`."""
+
+    variables = []
+
+    def __init__(self, table, positions=None):
+        self.table = np.asarray(table, "float32")
+        self.positions = positions
+        if positions is not None:
+            self.positions = np.asarray(positions, "float32")
+        self.max_sequence_length = 16
+
+    def logits(self, ids, index):
+        rows = ops.take(self.table, ids, axis=0)  # (B, T, V)
+        if self.positions is None:
+            return rows
+        return rows + ops.expand_dims(ops.take(self.positions, index, 0), 0)
+
+    def encode(self, ids):
+        batch, length = ops.shape(ids)
+        return ops.zeros((batch, length, 1)), ops.not_equal(ids, 0)
+
+    def initial_cache(self, encoded, length):
+        return ops.zeros((ops.shape(encoded)[0], 1)), ops.zeros((1,))
+
+    def decode_step(self, ids, index, self_cache, cross_cache, mask):
+        return self.logits(ids, ops.reshape(index, (1,))), self_cache
+
+    def decode(self, ids, encoded, mask):
+        return self.logits(ids, ops.arange(ops.shape(ids)[1]))
+
+
+def log_probability_rows(rows):
+    """`(R, V)` probabilities (unlisted ones ~0) -> log-probabilities."""
+    table = np.full((len(rows), max(len(r) for r in rows)), -30.0)
+    for i, row in enumerate(rows):
+        for token, p in enumerate(row):
+            if p:
+                table[i, token] = np.log(p)
+    return table
+
+
+A, C, B, B2, B3 = 3, 4, 5, 6, 7
+
+
+def early_finisher():
+    """After the start token: end 0.45, `a` 0.35, `b` 0.2. `a` leads only
+    to `c c ...` (end 0.1 each time), `b` to `b2 b3 <end>` with certainty.
+    With `alpha=2` the best output is `b b2 b3 <end>` (-1.61 / 2.25 =
+    -0.72) and beats the early `<end>` (-0.80); but `b` is only the third
+    extension of the start token, so a beam of two whose first slot holds
+    the finished `<end>` never grows it."""
+    rows = [[0] * 8 for _ in range(8)]
+    rows[START][END], rows[START][A], rows[START][B] = 0.45, 0.35, 0.2
+    rows[A][END], rows[A][C] = 0.1, 0.9
+    rows[C][END], rows[C][C] = 0.1, 0.9
+    rows[B][B2] = rows[B2][B3] = rows[B3][END] = 1.0
+    rows[END][END] = rows[0][END] = 1.0
+    return TableModel(log_probability_rows(rows))
+
+
+def test_keeps_k_live_hypotheses_when_one_finishes_early():
+    model = early_finisher()
+    source = np.array([[5, 5, 5]], "int32")  # 3 + 2 = 5 tokens at most
+    kwargs = dict(beam_size=2, alpha=2.0, return_scores=True, **SHORT2)
+    tokens, score = decoding.beam_search(model, source, START, END, **kwargs)
+    assert to_numpy(tokens)[0].tolist() == [B, B2, B3, END, 0]
+    np.testing.assert_allclose(
+        to_numpy(score), [np.log(0.2) / 1.5**2], rtol=1e-5
+    )
+    # The search of release 0.1 keeps the early end in one of its two
+    # slots, grows only `a c c ...` and returns the early end.
+    old = search.legacy_beam_search(model, source, START, END, **kwargs)[0]
+    assert to_numpy(old)[0].tolist()[:1] == [END]
+
+
+def numpy_beam_search(model, sources, beams, alpha, extra):
+    """GNMT beam search in float64 without early stop: each sentence runs
+    to its length limit. Returns the best finished hypotheses, their
+    scores and, per sentence, the first step after which no live
+    hypothesis could beat the best finished one."""
+    table = model.table.astype("float64")
+    positions = model.positions.astype("float64")
+
+    def log_softmax(x):
+        x = x - x.max()
+        return x - np.log(np.exp(x).sum())
+
+    def penalty(n):
+        return ((5.0 + n) / 6.0) ** alpha
+
+    outputs, scores, stops = [], [], []
+    for source in sources:
+        limit = int((source != 0).sum()) + extra
+        alive = [((), 0.0, START)]  # (tokens, log P, last token)
+        finished = []
+        stop = None
+        for step in range(limit):
+            candidates = []
+            for tokens, log_p, last in alive:
+                row = log_softmax(table[last] + positions[step])
+                for token in range(1, len(row)):
+                    if step + 1 >= limit and token != END:
+                        continue
+                    candidates.append((tokens + (token,), log_p + row[token]))
+            candidates.sort(key=lambda c: -c[1])
+            top = candidates[: 2 * beams]
+            for tokens, log_p in top:
+                if tokens[-1] == END:
+                    finished.append((log_p / penalty(step + 1), tokens))
+            alive = [(t, p, t[-1]) for t, p in top if t[-1] != END][:beams]
+            best = max(finished)[0] if finished else -np.inf
+            bound = max([p for _, p, _ in alive], default=-np.inf)
+            if stop is None and best > bound / penalty(limit):
+                stop = step + 1
+        score, tokens = max(finished)
+        outputs.append(list(tokens))
+        scores.append(score)
+        stops.append(stop)
+    return outputs, np.array(scores), stops
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 2.0])
+def test_early_stop_never_drops_a_hypothesis_that_could_win(alpha):
+    rng = np.random.default_rng(int(alpha * 10))
+    vocabulary, beams, extra = 9, 3, 6
+    table = rng.normal(0.0, 2.0, (vocabulary, vocabulary))
+    table[:, END] += 1.0  # hypotheses finish early and often
+    positions = rng.normal(0.0, 1.0, (16, vocabulary))
+    model = TableModel(table, positions)
+    sources = np.zeros((8, 6), "int32")
+    for i, n in enumerate(rng.integers(1, 7, 8)):
+        sources[i, :n] = 5
+    tokens, scores = decoding.beam_search(
+        model,
+        sources,
+        START,
+        END,
+        beam_size=beams,
+        alpha=alpha,
+        max_extra_length=extra,
+        return_scores=True,
+    )
+    expected, expected_scores, stops = numpy_beam_search(
+        model, sources, beams, alpha, extra
+    )
+    stripped = decoding.strip_special(tokens, END)
+    assert stripped == [row[:-1] for row in expected]
+    np.testing.assert_allclose(to_numpy(scores), expected_scores, rtol=1e-4)
+    # The comparison is about early stops: most sentences could stop
+    # before their length limit.
+    limits = (sources != 0).sum(1) + extra
+    early = [s is not None and s < n for s, n in zip(stops, limits)]
+    assert sum(early) >= len(early) // 2, (stops, limits)
+
+
+def test_beam_of_one_is_greedy_and_matches_the_old_search(model):
+    greedy = to_numpy(decoding.greedy_search(model, SOURCES, START, END))
+    for alpha in (0.0, 0.6):
+        tokens, scores = decoding.beam_search(
+            model,
+            SOURCES,
+            START,
+            END,
+            beam_size=1,
+            alpha=alpha,
+            return_scores=True,
+        )
+        old, old_scores = search.legacy_beam_search(
+            model,
+            SOURCES,
+            START,
+            END,
+            beam_size=1,
+            alpha=alpha,
+            return_scores=True,
+        )
+        np.testing.assert_array_equal(to_numpy(tokens), greedy)
+        np.testing.assert_array_equal(to_numpy(old), greedy)
+        np.testing.assert_allclose(
+            to_numpy(scores), to_numpy(old_scores), rtol=1e-5
+        )
+
+
+def test_search_loop_with_one_beam_and_no_penalty_is_greedy(model):
+    # `beam_search(beam_size=1)` runs greedy search; the GNMT loop itself
+    # gives the same tokens with one live hypothesis and alpha = 0: a
+    # hypothesis left live beside a finished one has a lower log P.
+    settings = ("beam", START, END, 50, None, True, 1, 0.0, "_beam_fn")
+    run = search._compiled(model, settings, search._beam_fn)
+    tokens, _ = run(ops.convert_to_tensor(SOURCES))
+    greedy = decoding.greedy_search(model, SOURCES, START, END)
+    np.testing.assert_array_equal(to_numpy(tokens), to_numpy(greedy))
