@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_attention.utils.dtypes import floating_inputs
+from keras_attention.utils.initializers import clone_initializer
 from keras_attention.utils.masks import drop_keras_masks
 from keras_attention.utils.validation import check_mask
 from keras_attention.utils.validation import check_positive_int
@@ -123,16 +124,16 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
         self.context_dense = keras.layers.Dense(
             hidden,
             activation="relu",
-            kernel_initializer=_clone(self.kernel_initializer),
-            bias_initializer=_clone(self.bias_initializer),
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
             dtype=scoring,
             name="context_dense",
         )
         self.context_dense.build(tuple(inputs_shape[:-1]) + (3 * features,))
         self.keep_dense = keras.layers.Dense(
             1,
-            kernel_initializer=_clone(self.kernel_initializer),
-            bias_initializer=_clone(self.bias_initializer),
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
             dtype=scoring,
             name="keep_dense",
         )
@@ -216,7 +217,3 @@ def masked_mean(inputs, mask):
     total = ops.sum(inputs * weights, axis=1, keepdims=True)
     count = ops.sum(weights, axis=1, keepdims=True)
     return ops.cast(total / ops.maximum(count, 1.0), dtype)
-
-
-def _clone(initializer):
-    return initializer.__class__.from_config(initializer.get_config())

@@ -16,6 +16,8 @@ from keras_attention.layers.reinforced_self_attention import (
     ReinforcedSelfAttention,
 )
 from keras_attention.layers.source2_token_attention import Source2TokenAttention
+from keras_attention.utils.seeds import sub_seed
+from keras_attention.utils.validation import check_choice
 from keras_attention.utils.validation import check_positive_int
 from keras_attention.utils.validation import check_rate
 
@@ -55,14 +57,17 @@ def resan_encoder(
         dropout: float. Dropout on the projected word vectors. Defaults to
             `0.0`.
         trainable_embeddings: bool. Defaults to `False`.
-        seed: int. Seed of the samplers and dropout. Defaults to `None`.
+        seed: int. Seed of the samplers and dropout; each random consumer
+            gets its own stream (`keras_attention.utils.seeds.sub_seed`).
+            Defaults to `None`.
         name: str. Defaults to `"resan_encoder"`.
 
     Returns:
         A `keras.Model` from int ids `(B, T)` to a dict: `"sentence"`
         `(B, 2H)`, `"log_prob"` `(B,)` (log-probability of all four
-        samplers' selections) and `"selection_rate"` `(B,)` (fraction of
-        real tokens selected, averaged over the four samplers).
+        samplers' selections) and `"selection_percentage"` `(B,)` (the
+        authors' percentage, `selection_percentage`, averaged over the two
+        directions).
 
     Example:
 
@@ -104,27 +109,57 @@ def resan_encoder(
     x = keras.layers.Dense(
         hidden_dim, activation="elu", name="input_projection"
     )(x)
-    x = keras.layers.Dropout(dropout, seed=seed, name="input_dropout")(x)
-    outputs, log_prob, selected = [], 0.0, 0.0
-    for i, direction in enumerate(("forward", "backward")):
+    x = keras.layers.Dropout(
+        dropout, seed=sub_seed(seed, "input_dropout"), name="input_dropout"
+    )(x)
+    outputs, log_prob, percentage = [], 0.0, 0.0
+    for direction in ("forward", "backward"):
         out, heads, dependents, layer_log_prob = ReinforcedSelfAttention(
             direction=direction,
             capacity=capacity,
-            seed=None if seed is None else seed + 2 * i,
+            seed=sub_seed(seed, f"{direction}_attention"),
             name=f"{direction}_attention",
         )(x, mask=mask, return_selections=True)
         outputs.append(out)
         log_prob = log_prob + layer_log_prob
-        selected = selected + _count(heads) + _count(dependents)
+        # The authors' percentage: head fraction times dependent fraction.
+        percentage = percentage + selection_percentage(heads, dependents, mask)
     sequence = ops.concatenate(outputs, axis=-1)  # (B, T, 2H)
     sentence = Source2TokenAttention(name="pooling")(sequence, mask=mask)
-    real = ops.maximum(_count(mask), 1.0)
-    rate = selected / (4.0 * real)
     return keras.Model(
         ids,
-        {"sentence": sentence, "log_prob": log_prob, "selection_rate": rate},
+        {
+            "sentence": sentence,
+            "log_prob": log_prob,
+            "selection_percentage": 0.5 * percentage,
+        },
         name=name,
     )
+
+
+def selection_percentage(heads, dependents, mask):
+    """The authors' selection percentage of each sentence `(B,)`.
+
+    ```
+    percentage = (sum(heads) / sum(mask)) * (sum(dependents) / sum(mask))
+    ```
+
+    The fraction of the real token pairs `(t, s)` whose head `t` and
+    dependent `s` are both selected: the sparsity term of ReSAN's reward.
+    An all-padding row gives `0`.
+
+    Args:
+        heads: boolean `(B, T)`.
+        dependents: boolean `(B, T)`.
+        mask: boolean `(B, T)`, `True` = real token.
+
+    Returns:
+        A float32 tensor `(B,)`.
+    """
+    real = ops.maximum(_count(mask), 1.0)
+    heads = ops.logical_and(heads, mask)
+    dependents = ops.logical_and(dependents, mask)
+    return (_count(heads) / real) * (_count(dependents) / real)
 
 
 def relatedness_target(scores, num_classes=5):
@@ -189,119 +224,136 @@ _CONFIG_KEYS = (
 class _ReinforcedPairModel(keras.Model):
     """Shared training logic: supervised loss plus REINFORCE.
 
-    The model's outputs are the task outputs only. A second functional
-    graph over the same layers also returns the samplers' `log_prob` and
-    `selection_rate`; `call` runs that graph and keeps those two tensors
-    for `compute_loss` of the same step, which adds, in training,
+    The model's outputs hold the task outputs and, for each of the two
+    sentences, the samplers' `log_prob` `(B, 2)` and the selection
+    percentage `(B, 2)` of the same forward pass; `compute_loss` receives
+    them as `y_pred` and adds, in training, the authors' REINFORCE loss:
 
     ```
-    reward = task_reward(y, probabilities) - sparsity_penalty * rate
-    baseline_i = mean of the other examples' rewards (leave-one-out)
-    loss += reward_weight * -mean(stop_gradient(reward - baseline) * log_prob)
+    cost_i = the example's task cost (cross-entropy, or 0.5 (s_hat - y)^2)
+    reward_ij = -(cost_i + sparsity_penalty * percentage_ij)   # sentence j
+    baseline_ij = mean of the other examples' rewards (leave-one-out)
+    loss += reward_weight
+            * -mean_i(sum_j stop_gradient(reward_ij - baseline_ij)
+                      * log_prob_ij)
     ```
 
-    Only the samplers depend on `log_prob`, so only they learn from it.
-    Keras calls `compute_loss` right after `call` inside the traced training
-    step on tensorflow, jax and torch, so the kept tensors belong to the
-    same forward pass (the same sampled selections).
+    The samplers read their inputs through `stop_gradient`, and the
+    selections are discrete, so the REINFORCE term reaches the samplers'
+    variables only, and the task loss reaches every variable but theirs:
+    the split of the authors' two optimizers (`hard_network` with the RL
+    loss, the rest with the task loss), with one optimizer.
     """
-
-    def _add_policy_graph(self, inputs, outputs, log_prob, selection_rate):
-        # Not tracked as a sublayer: it shares every layer with `self`.
-        self._policy_graph = _Hidden(
-            keras.Model(inputs, [outputs, log_prob, selection_rate])
-        )
-        self._policy_tensors = _Hidden(None)
 
     def _remember(self, encoder, arguments):
         # A public attribute per constructor argument, as in `get_config`.
         self.encoder = encoder
         self.embedding_dim = encoder.get_layer("word_embedding").output_dim
-        for name in _CONFIG_KEYS:
+        for name in self._config_keys():
             if name not in ("name", "embedding_dim"):
                 setattr(self, name, arguments[name])
         self.reward_weight = float(self.reward_weight)
         self.sparsity_penalty = float(self.sparsity_penalty)
 
-    def call(self, inputs, training=None, mask=None):
-        outputs, log_prob, rate = self._policy_graph.value(
-            inputs, training=training
-        )
-        self._policy_tensors = _Hidden((log_prob, rate))
-        return outputs
+    @classmethod
+    def _config_keys(cls):
+        return _CONFIG_KEYS
 
     def compute_loss(
         self, x=None, y=None, y_pred=None, sample_weight=None, training=True
     ):
-        probabilities = _probabilities(y_pred)
         loss = super().compute_loss(
             x=x,
             y=y,
-            y_pred=probabilities,
+            y_pred=y_pred["probabilities"],
             sample_weight=sample_weight,
             training=training,
         )
+        cost = self.task_cost(y, y_pred)  # (B,)
+        if self.loss is None:
+            # No compiled loss: the model's own task loss.
+            loss = loss + distribute.scale_for_replicas(ops.mean(cost))
         if not training or self.reward_weight == 0.0:
             return loss
-        log_prob, rate = self._policy_tensors.value
-        reward = self.task_reward(y, probabilities)
-        reward = reward - self.sparsity_penalty * rate
+        reward = policy_reward(
+            cost, y_pred["selection_percentage"], self.sparsity_penalty
+        )
         # A mean over the local batch: divided by the replicas in sync, as
         # Keras does for compiled losses, since their gradients are summed.
         return loss + self.reward_weight * distribute.scale_for_replicas(
-            policy_gradient_loss(reward, log_prob)
+            policy_gradient_loss(reward, y_pred["log_prob"])
         )
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         return super().compute_metrics(
-            x, y, _probabilities(y_pred), sample_weight
+            x, y, y_pred["probabilities"], sample_weight
         )
 
-    def policy_outputs(self, inputs, training=False):
-        """`(outputs, log_prob, selection_rate)` of one forward pass."""
-        return self._policy_graph.value(inputs, training=training)
-
-    @property
-    def policy_model(self):
-        """A model sharing these weights that also returns `log_prob` and
-        `selection_rate`; use its `predict` for batched inference."""
-        return self._policy_graph.value
-
     def get_config(self):
-        return {name: getattr(self, name) for name in _CONFIG_KEYS}
+        return {name: getattr(self, name) for name in self._config_keys()}
 
     @classmethod
     def from_config(cls, config):
         return cls(**config)
 
 
-class _Hidden:
-    """Holds a value out of sight of Keras's attribute tracking."""
+def _pair_outputs(first, second, **task_outputs):
+    # Per sentence, in columns: (B, 2).
+    return {
+        **task_outputs,
+        "log_prob": ops.stack([first["log_prob"], second["log_prob"]], 1),
+        "selection_percentage": ops.stack(
+            [first["selection_percentage"], second["selection_percentage"]],
+            axis=1,
+        ),
+    }
 
-    def __init__(self, value):
-        self.value = value
 
+def policy_reward(cost, percentage, sparsity_penalty):
+    """The authors' reward of each sentence `(B, 2)`.
 
-def _probabilities(y_pred):
-    return y_pred["probabilities"] if isinstance(y_pred, dict) else y_pred
+    ```
+    reward[i, j] = -(cost[i] + sparsity_penalty * percentage[i, j])
+    ```
+
+    Args:
+        cost: `(B,)` task cost of each example.
+        percentage: `(B, 2)` selection percentage of each sentence
+            (`selection_percentage`).
+        sparsity_penalty: float. `lambda`.
+
+    Returns:
+        A float32 tensor `(B, 2)`, without gradient.
+    """
+    cost = ops.cast(cost, "float32")
+    percentage = ops.cast(percentage, "float32")
+    reward = -(ops.expand_dims(cost, -1) + sparsity_penalty * percentage)
+    return ops.stop_gradient(reward)
 
 
 def policy_gradient_loss(reward, log_prob):
     """REINFORCE surrogate with a leave-one-out batch-mean baseline.
 
-    Its gradient is `-mean((r_i - b_i) * grad log_prob_i)`, the policy
-    gradient estimate; `b_i` is the mean reward of the other examples of
-    the batch, which needs no state and so behaves the same on every
-    backend. Under `tf.distribute` the baseline covers the global batch
-    (the rewards are summed over the replicas), so it does not depend on
-    the number of devices.
+    `reward` and `log_prob` are `(B,)` or `(B, J)` (one column per
+    sentence). The gradient is `-mean_i(sum_j (r_ij - b_ij) grad
+    log_prob_ij)`, the policy gradient estimate; `b_ij` is the mean reward
+    of column `j` over the other examples of the batch, which needs no
+    state and so behaves the same on every backend (the authors use no
+    baseline; see docs/resan.md). Under `tf.distribute` the baseline covers
+    the global batch (the rewards are summed over the replicas), so it does
+    not depend on the number of devices.
     """
     reward = ops.stop_gradient(ops.cast(reward, "float32"))
+    log_prob = ops.cast(log_prob, "float32")
+    if len(reward.shape) == 1:
+        reward, log_prob = reward[:, None], log_prob[:, None]
     count = ops.cast(ops.shape(reward)[0], "float32")
-    total = distribute.replica_sum(ops.stack([ops.sum(reward), count]))
-    baseline = (total[0] - reward) / ops.maximum(total[1] - 1.0, 1.0)
+    total = distribute.replica_sum(
+        ops.concatenate([ops.sum(reward, axis=0), ops.stack([count])], 0)
+    )
+    baseline = (total[:-1] - reward) / ops.maximum(total[-1] - 1.0, 1.0)
     advantage = reward - baseline
-    return -ops.mean(advantage * ops.cast(log_prob, "float32"))
+    return -ops.mean(ops.sum(advantage * log_prob, axis=-1))
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -317,9 +369,11 @@ class ReSANClassifier(_ReinforcedPairModel):
     ```
 
     Training with `fit`: compile with a sparse categorical loss on the
-    class ids. In training, `compute_loss` adds the REINFORCE loss of the
-    token samplers, with reward 1 for a correct prediction and 0 otherwise,
-    minus `sparsity_penalty` times the selection rate.
+    class ids (or with no loss: the model then uses its own cross-entropy).
+    In training, `compute_loss` adds the REINFORCE loss of the token
+    samplers with the authors' reward of each sentence: minus the
+    example's cross-entropy, minus `sparsity_penalty` times the sentence's
+    selection percentage (see `_ReinforcedPairModel`).
 
     Masking: id 0 is padding, on both inputs.
 
@@ -336,24 +390,25 @@ class ReSANClassifier(_ReinforcedPairModel):
         trainable_embeddings: bool. Defaults to `False`.
         reward_weight: float. Weight of the policy-gradient loss; `0`
             leaves the samplers untrained. Defaults to `1.0`.
-        sparsity_penalty: float. Reward lost per unit of selection rate.
-            Defaults to `0.0`.
+        sparsity_penalty: float. `lambda`, the reward lost per unit of
+            selection percentage. Defaults to `0.02` (the authors' SNLI
+            value).
         seed: int. Defaults to `None`.
 
     Returns:
-        Called on `{"premise": (B, T), "hypothesis": (B, S)}` int ids, the
-        class probabilities `(B, C)` in float32. `policy_outputs(inputs)`
-        also returns the samplers' `log_prob` `(B,)` and `selection_rate`
-        `(B,)` of the same forward pass.
+        Called on `{"premise": (B, T), "hypothesis": (B, S)}` int ids, a
+        dict: `"probabilities"` `(B, C)` float32, and the samplers'
+        `"log_prob"` `(B, 2)` and `"selection_percentage"` `(B, 2)` of
+        premise and hypothesis.
 
     Example:
 
     >>> model = ReSANClassifier(vocabulary_size=30, embedding_dim=6,
     ...                         hidden_dim=4, seed=0)
-    >>> probabilities = model({"premise": np.array([[3, 4, 0]]),
-    ...                        "hypothesis": np.array([[5, 6]])})
-    >>> keras.ops.shape(probabilities)
-    (1, 3)
+    >>> out = model({"premise": np.array([[3, 4, 0]]),
+    ...              "hypothesis": np.array([[5, 6]])})
+    >>> keras.ops.shape(out["probabilities"]), keras.ops.shape(out["log_prob"])
+    ((1, 3), (1, 2))
 
     References:
         - [Shen et al., 2018, ReSAN](https://arxiv.org/abs/1801.10296),
@@ -371,7 +426,7 @@ class ReSANClassifier(_ReinforcedPairModel):
         dropout=0.1,
         trainable_embeddings=False,
         reward_weight=1.0,
-        sparsity_penalty=0.0,
+        sparsity_penalty=0.02,
         seed=None,
         **kwargs,
     ):
@@ -391,25 +446,25 @@ class ReSANClassifier(_ReinforcedPairModel):
         p, h = encoder(premise), encoder(hypothesis)
         s_p, s_h = p["sentence"], h["sentence"]
         features = ops.concatenate([s_p, s_h, s_p - s_h, s_p * s_h], axis=-1)
-        probabilities = _mlp_head(features, hidden_dim, num_classes, dropout)
-        inputs = {"premise": premise, "hypothesis": hypothesis}
-        super().__init__(
-            inputs=inputs,
-            outputs=probabilities,
-            **{"name": "resan_classifier", **kwargs},
+        probabilities = _mlp_head(
+            features, hidden_dim, num_classes, dropout, seed=seed
         )
-        self._add_policy_graph(
-            inputs,
-            probabilities,
-            p["log_prob"] + h["log_prob"],
-            0.5 * (p["selection_rate"] + h["selection_rate"]),
+        super().__init__(
+            inputs={"premise": premise, "hypothesis": hypothesis},
+            outputs=_pair_outputs(p, h, probabilities=probabilities),
+            **{"name": "resan_classifier", **kwargs},
         )
         self._remember(encoder, locals())
 
-    def task_reward(self, y, probabilities):
+    def task_cost(self, y, y_pred):
+        """Cross-entropy of each example `(B,)`."""
         y = ops.reshape(ops.cast(y, "int32"), (-1,))
-        predicted = ops.cast(ops.argmax(probabilities, axis=-1), "int32")
-        return ops.cast(ops.equal(predicted, y), "float32")
+        probabilities = ops.cast(y_pred["probabilities"], "float32")
+        picked = ops.take_along_axis(probabilities, y[:, None], axis=-1)
+        return -ops.log(ops.clip(picked[:, 0], 1e-7, 1.0))
+
+
+OBJECTIVES = ("mse", "kl")
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -421,13 +476,18 @@ class ReSANRelatedness(_ReinforcedPairModel):
     features = [s_1 * s_2; |s_1 - s_2|]                      # (B, 4H)
     probabilities = softmax(W2 sigmoid(W1 features + b1) + b2)   # (B, K)
     score = sum_k k * probabilities[k]                       # (B,)
+    cost = 0.5 * (score - y)^2               # objective="mse" (default)
+    cost = KL(target(y) || probabilities)    # objective="kl" (Tai et al.)
     ```
 
-    Training with `fit`: the targets are `relatedness_target(scores)`;
-    compile with `keras.losses.KLDivergence()`. In training,
-    `compute_loss` adds the REINFORCE loss of the token samplers with the
-    negative per-pair KL divergence as reward, minus `sparsity_penalty`
-    times the selection rate.
+    Training with `fit`: the targets are the scores `y` `(B,)` (or their
+    `relatedness_target` distributions `(B, K)`, whose expectation is the
+    score); compile with no loss, and the model trains the mean `cost` of
+    its `objective`, as the authors' code does (`use_mse=True` by
+    default). A loss given to `compile` is applied to `"probabilities"`
+    instead. In training, `compute_loss` adds the REINFORCE loss of the
+    token samplers with reward `-(cost + sparsity_penalty * percentage)`
+    for each sentence.
 
     Masking: id 0 is padding, on both inputs.
 
@@ -441,14 +501,17 @@ class ReSANRelatedness(_ReinforcedPairModel):
         dropout: float. Defaults to `0.1`.
         trainable_embeddings: bool. Defaults to `False`.
         reward_weight: float. Defaults to `1.0`.
-        sparsity_penalty: float. Defaults to `0.0`.
+        sparsity_penalty: float. `lambda`. Defaults to `0.006` (the
+            authors' SICK value).
+        objective: `"mse"` (the expected score, `0.5 (score - y)^2`) or
+            `"kl"` (the sparse target of Tai et al.). Defaults to `"mse"`.
         seed: int. Defaults to `None`.
 
     Returns:
         Called on `{"sentence_a": (B, T), "sentence_b": (B, S)}` int ids, a
-        dict with `"probabilities"` `(B, K)` and `"score"` `(B,)`.
-        `policy_outputs(inputs)` also returns the samplers' `log_prob`
-        `(B,)` and `selection_rate` `(B,)` of the same forward pass.
+        dict with `"probabilities"` `(B, K)`, `"score"` `(B,)`, and the
+        samplers' `"log_prob"` `(B, 2)` and `"selection_percentage"`
+        `(B, 2)` of the two sentences.
 
     Example:
 
@@ -476,11 +539,13 @@ class ReSANRelatedness(_ReinforcedPairModel):
         dropout=0.1,
         trainable_embeddings=False,
         reward_weight=1.0,
-        sparsity_penalty=0.0,
+        sparsity_penalty=0.006,
+        objective="mse",
         seed=None,
         **kwargs,
     ):
         check_positive_int("num_classes", num_classes)
+        check_choice("objective", objective, OBJECTIVES)
         encoder = resan_encoder(
             vocabulary_size,
             embeddings=embeddings,
@@ -497,38 +562,76 @@ class ReSANRelatedness(_ReinforcedPairModel):
         s_1, s_2 = a["sentence"], b["sentence"]
         features = ops.concatenate([s_1 * s_2, ops.abs(s_1 - s_2)], axis=-1)
         probabilities = _mlp_head(
-            features, hidden_dim, num_classes, dropout, activation="sigmoid"
+            features,
+            hidden_dim,
+            num_classes,
+            dropout,
+            activation="sigmoid",
+            seed=seed,
         )
         levels = ops.arange(1, num_classes + 1, dtype="float32")
         score = ops.sum(probabilities * levels, axis=-1)
-        inputs = {"sentence_a": left, "sentence_b": right}
-        outputs = {"probabilities": probabilities, "score": score}
         super().__init__(
-            inputs=inputs,
-            outputs=outputs,
+            inputs={"sentence_a": left, "sentence_b": right},
+            outputs=_pair_outputs(
+                a, b, probabilities=probabilities, score=score
+            ),
             **{"name": "resan_relatedness", **kwargs},
-        )
-        self._add_policy_graph(
-            inputs,
-            outputs,
-            a["log_prob"] + b["log_prob"],
-            0.5 * (a["selection_rate"] + b["selection_rate"]),
         )
         self._remember(encoder, locals())
 
-    def task_reward(self, y, probabilities):
-        # Negative KL divergence of each pair, KL(y || probabilities).
+    @classmethod
+    def _config_keys(cls):
+        return _CONFIG_KEYS + ("objective",)
+
+    @classmethod
+    def from_config(cls, config):
+        # Files saved before `objective` existed trained the KL divergence.
+        return cls(**{"objective": "kl", **config})
+
+    def task_cost(self, y, y_pred):
+        """The `objective`'s cost of each example `(B,)`."""
         y = ops.cast(y, "float32")
+        probabilities = ops.cast(y_pred["probabilities"], "float32")
+        levels = ops.arange(1, self.num_classes + 1, dtype="float32")
+        if len(y.shape) == 2:
+            target, scores = y, ops.sum(y * levels, axis=-1)
+        else:
+            scores = ops.reshape(y, (-1,))
+            target = relatedness_distribution(scores, self.num_classes)
+        if self.objective == "mse":
+            return 0.5 * ops.square(
+                ops.cast(y_pred["score"], "float32") - scores
+            )
+        # KL(target || probabilities), as the authors clip both.
+        target = ops.clip(target, 1e-7, 1.0)
         probabilities = ops.clip(probabilities, 1e-7, 1.0)
-        ratio = ops.log(ops.clip(y, 1e-7, 1.0) / probabilities)
-        return -ops.sum(y * ratio, axis=-1)
+        return ops.sum(target * ops.log(target / probabilities), axis=-1)
 
 
-def _mlp_head(features, hidden_dim, num_classes, dropout, activation="elu"):
+def relatedness_distribution(scores, num_classes=5):
+    """`relatedness_target` as a backend tensor op (no input check)."""
+    scores = ops.cast(scores, "float32")
+    floor = ops.minimum(ops.floor(scores), num_classes - 1.0)
+    levels = ops.arange(1, num_classes + 1, dtype="float32")  # (K,)
+    floor = ops.expand_dims(floor, -1)
+    upper = ops.expand_dims(scores, -1) - floor  # weight of floor + 1
+    return ops.where(
+        ops.equal(levels, floor),
+        1.0 - upper,
+        ops.where(ops.equal(levels, floor + 1.0), upper, 0.0),
+    )
+
+
+def _mlp_head(
+    features, hidden_dim, num_classes, dropout, activation="elu", seed=None
+):
     x = keras.layers.Dense(
         hidden_dim, activation=activation, name="head_hidden"
     )(features)
-    x = keras.layers.Dropout(dropout, name="head_dropout")(x)
+    x = keras.layers.Dropout(
+        dropout, seed=sub_seed(seed, "head_dropout"), name="head_dropout"
+    )(x)
     return keras.layers.Dense(
         num_classes, activation="softmax", dtype="float32", name="head_output"
     )(x)
