@@ -71,6 +71,9 @@ class Config:
     hidden_dim: int = 200
     dropout: float = 0.2
     trainable_embeddings: bool = False  # fine-tune the GloVe rows too
+    sparsity_penalty: float = 0.02  # resan: the authors' SNLI lambda
+    soft_only_steps: int = None  # resan; default: see resan_schedule
+    sampler_only_steps: int = None  # resan; default: see resan_schedule
     initial_weights: str = None  # .weights.h5 of an earlier run to start from
     average_last: int = 0  # >1: the final model averages the last epochs
     max_length: int = 100  # longer sentences are cut (and counted)
@@ -107,7 +110,33 @@ def model_kwargs(config):
     }
     if config.model == "decomposable":
         kwargs["intra_attention"] = config.intra
+    if config.model == "resan":
+        kwargs["sparsity_penalty"] = config.sparsity_penalty
     return kwargs
+
+
+# The authors' SNLI schedule (SNLI_rl_pub/configs.py): from a trained soft
+# model, the samplers alone for 5,000 steps of 128 pairs (1.16 epochs of
+# SNLI's 550,152 pairs), then both.
+AUTHORS_SAMPLER_ONLY_EPOCHS = 5000 / (550152 / 128)
+
+
+def resan_schedule(config, steps_per_epoch):
+    """`(soft_only_steps, sampler_only_steps)` for ReSAN.
+
+    Defaults scale the authors' schedule to our epochs: 1.16 epochs of
+    samplers alone; before them, the soft network alone for half of the
+    run, standing in for their separately trained soft model (none with
+    `--initial-weights`, which loads one).
+    """
+    total = config.epochs * steps_per_epoch
+    soft = config.soft_only_steps
+    if soft is None:
+        soft = 0 if config.initial_weights else total // 2
+    samplers = config.sampler_only_steps
+    if samplers is None:
+        samplers = round(AUTHORS_SAMPLER_ONLY_EPOCHS * steps_per_epoch)
+    return soft, samplers
 
 
 # Data: sentences -> tokens -> ids -> padded arrays.
@@ -380,11 +409,21 @@ def train(config):
     with open(os.path.join(config.output_dir, "config.json"), "w") as f:
         json.dump(dataclasses.asdict(config), f, indent=2)
 
+    kwargs = model_kwargs(config)
+    if config.model == "resan":
+        # About one step per batch of `batch_size` pairs.
+        steps = -(-len(arrays["train"][1]) // config.batch_size)
+        soft, samplers = resan_schedule(config, steps)
+        kwargs.update(soft_only_steps=soft, sampler_only_steps=samplers)
+        print(
+            f"ReSAN schedule: soft alone {soft} steps, samplers alone "
+            f"{samplers}, then both"
+        )
     with scope:
         model = MODEL_BUILDERS[config.model](
             vocabulary_size=len(vocabulary),
             embeddings=matrix,
-            **model_kwargs(config),
+            **kwargs,
         )
         model.compile(
             optimizer=distribute.loss_scaled(make_optimizer(config)),
@@ -529,6 +568,23 @@ def parse_args(argv=None):
     parser.add_argument("--learning-rate", type=float, default=None)
     parser.add_argument("--hidden-dim", type=int, default=defaults.hidden_dim)
     parser.add_argument("--dropout", type=float, default=defaults.dropout)
+    parser.add_argument(
+        "--sparsity-penalty", type=float, default=defaults.sparsity_penalty
+    )
+    parser.add_argument(
+        "--soft-only-steps",
+        type=int,
+        default=None,
+        help="resan: steps of the soft network alone. Default: half the "
+        "run (0 with --initial-weights).",
+    )
+    parser.add_argument(
+        "--sampler-only-steps",
+        type=int,
+        default=None,
+        help="resan: then steps of the samplers alone. Default: the "
+        "authors' 5,000 SNLI steps scaled to 1.16 epochs.",
+    )
     parser.add_argument(
         "--trainable-embeddings",
         action="store_true",

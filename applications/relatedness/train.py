@@ -4,8 +4,11 @@ Model (`--model`): `resan` (Shen et al., 2018): a shared ReSAN encoder for
 both sentences, `[s_1 * s_2; |s_1 - s_2|]` features, a distribution over
 the scores 1..5 whose expectation is the predicted score, trained, as the
 authors' code does by default, with `0.5 (score - y)^2` (`--objective kl`:
-KL divergence against the sparse target of Tai et al.). The token samplers learn by
-REINFORCE inside `model.fit` (see `keras_attention.models.ReSANRelatedness`).
+KL divergence against the sparse target of Tai et al.). The token samplers
+learn by REINFORCE inside `model.fit` (see
+`keras_attention.models.ReSANRelatedness`), on the authors' schedule: the
+soft network alone, then the samplers alone, then both
+(`--soft-only-steps`, `--sampler-only-steps`).
 Word vectors: the staged 50-d GloVe subset, frozen.
 
 Usage:
@@ -57,6 +60,8 @@ class Config:
     dropout: float = 0.2
     sparsity_penalty: float = 0.006  # the authors' SICK lambda
     objective: str = "mse"  # "mse" (the authors' default) or "kl"
+    soft_only_steps: int = None  # default: see resan_schedule
+    sampler_only_steps: int = None  # default: see resan_schedule
     capacity: float = None
     trainable_embeddings: bool = False
     max_length: int = 40
@@ -169,6 +174,25 @@ def correlations(model, x, scores, batch_size=256):
 # Training.
 
 
+# The authors' SICK schedule (SICK_rl_pub/configs.py): 200 epochs of 4,500
+# pairs in batches of 128 (7,040 steps); the soft network alone to step
+# 6,000, the samplers alone to 6,500, then both.
+AUTHORS_STEPS = 200 * (4500 // 128 + 1)
+
+
+def resan_schedule(config, steps_per_epoch):
+    """`(soft_only_steps, sampler_only_steps)`: by default the authors'
+    phases as fractions of our run (`epochs * steps_per_epoch` steps)."""
+    total = config.epochs * steps_per_epoch
+    soft = config.soft_only_steps
+    if soft is None:
+        soft = round(6000 / AUTHORS_STEPS * total)
+    samplers = config.sampler_only_steps
+    if samplers is None:
+        samplers = round(500 / AUTHORS_STEPS * total)
+    return soft, samplers
+
+
 class DevCorrelation(keras.callbacks.Callback):
     """Dev Pearson r after each epoch; keeps the best model; time limit."""
 
@@ -228,6 +252,13 @@ def train(config):
     with open(os.path.join(config.output_dir, "config.json"), "w") as f:
         json.dump(dataclasses.asdict(config), f, indent=2)
 
+    # About one step per batch of `batch_size` pairs.
+    steps = -(-len(arrays["train"][1]) // config.batch_size)
+    soft, samplers = resan_schedule(config, steps)
+    print(
+        f"ReSAN schedule: soft alone {soft} steps, samplers alone "
+        f"{samplers}, then both"
+    )
     with scope:
         model = MODEL_BUILDERS[config.model](
             vocabulary_size=len(vocabulary),
@@ -237,6 +268,8 @@ def train(config):
             capacity=config.capacity,
             sparsity_penalty=config.sparsity_penalty,
             objective=config.objective,
+            soft_only_steps=soft,
+            sampler_only_steps=samplers,
             trainable_embeddings=config.trainable_embeddings,
             seed=config.seed,
         )
@@ -347,6 +380,20 @@ def parse_args(argv=None):
     )
     parser.add_argument(
         "--objective", choices=("mse", "kl"), default=defaults.objective
+    )
+    parser.add_argument(
+        "--soft-only-steps",
+        type=int,
+        default=None,
+        help="Steps of the soft network alone. Default: the authors' 6,000 "
+        "of 7,040 steps, as a fraction of --epochs.",
+    )
+    parser.add_argument(
+        "--sampler-only-steps",
+        type=int,
+        default=None,
+        help="Then steps of the samplers alone. Default: the authors' 500 "
+        "of 7,040, as a fraction of --epochs.",
     )
     parser.add_argument("--capacity", type=float, default=defaults.capacity)
     parser.add_argument("--trainable-embeddings", action="store_true")

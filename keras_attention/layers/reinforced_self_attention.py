@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from keras_attention.layers.directional_self_attention import (
-    build_attention_sublayers,
+    attention_sublayers,
 )
 from keras_attention.layers.reinforced_sequence_sampler import (
     ReinforcedSequenceSampler,
@@ -90,6 +90,12 @@ class ReinforcedSelfAttention(keras.layers.Layer):
         empty_context: `"authors"` or `"mean"`, the context of unselected
             tokens and of heads with nothing to attend to (see Masking).
             Defaults to `"authors"`.
+        use_samplers: bool. Own a head and a dependent sampler; `False`
+            when the selections come from outside (the ReSAN encoder shares
+            one pair of samplers between its two directions). Defaults to
+            `True`.
+        sampler_activation: activation of the samplers' hidden layer.
+            Defaults to `"elu"` (the authors'; release 0.1: `"relu"`).
         **kwargs: base layer arguments (`name`, `dtype`, ...).
 
     Call arguments:
@@ -97,6 +103,9 @@ class ReinforcedSelfAttention(keras.layers.Layer):
         mask: optional boolean tensor `(B, T)`.
         training: bool. Sample the selections (`True`) or use the
             samplers' deterministic rule.
+        heads, dependents: optional boolean tensors `(B, T)`: selections
+            made outside the layer, used instead of its samplers (`log_prob`
+            is then zero).
         return_selections: bool. Also return the head and dependent
             selections and the log-probability.
         return_attention_scores: bool. Also return the soft attention
@@ -136,6 +145,8 @@ class ReinforcedSelfAttention(keras.layers.Layer):
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
         empty_context="authors",
+        use_samplers=True,
+        sampler_activation="elu",
         **kwargs,
     ):
         check_choice("direction", direction, DIRECTIONS)
@@ -172,14 +183,20 @@ class ReinforcedSelfAttention(keras.layers.Layer):
         self.block_size = block_size
         self.seed = seed
         self.empty_context = empty_context
+        self.use_samplers = bool(use_samplers)
+        self.sampler_activation = sampler_activation
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.supports_masking = True
         # Samplers are made here so that their seed generators exist before
         # the first call; their weights are built in `build`.
+        self.head_sampler = self.dependent_sampler = None
+        if not self.use_samplers:
+            return
         self.head_sampler = ReinforcedSequenceSampler(
             hidden_dim=sampler_hidden_dim,
             threshold=threshold,
+            activation=sampler_activation,
             seed=sub_seed(seed, "head_sampler"),
             kernel_initializer=clone_initializer(self.kernel_initializer),
             bias_initializer=clone_initializer(self.bias_initializer),
@@ -189,6 +206,7 @@ class ReinforcedSelfAttention(keras.layers.Layer):
         self.dependent_sampler = ReinforcedSequenceSampler(
             hidden_dim=sampler_hidden_dim,
             threshold=threshold,
+            activation=sampler_activation,
             seed=sub_seed(seed, "dependent_sampler"),
             kernel_initializer=clone_initializer(self.kernel_initializer),
             bias_initializer=clone_initializer(self.bias_initializer),
@@ -199,9 +217,12 @@ class ReinforcedSelfAttention(keras.layers.Layer):
     def build(self, inputs_shape):
         check_rank("inputs", inputs_shape, 3)
         features = inputs_shape[-1]
-        self.head_sampler.build(inputs_shape)
-        self.dependent_sampler.build(inputs_shape)
-        build_attention_sublayers(self, inputs_shape)
+        if self.use_samplers:
+            self.head_sampler.build(inputs_shape)
+            self.dependent_sampler.build(inputs_shape)
+        self.query_dense, self.key_dense, self.fusion_gate = (
+            attention_sublayers(self, inputs_shape)
+        )
         self._features = features
         self.built = True
 
@@ -210,6 +231,8 @@ class ReinforcedSelfAttention(keras.layers.Layer):
         inputs,
         mask=None,
         training=None,
+        heads=None,
+        dependents=None,
         return_selections=False,
         return_attention_scores=False,
     ):
@@ -238,13 +261,31 @@ class ReinforcedSelfAttention(keras.layers.Layer):
         # The samplers read the inputs without gradient: the policy
         # gradient of `log_prob` reaches the samplers' variables only, never
         # the layers upstream (the paper's theta_r / theta_s split).
-        sampler_inputs = ops.stop_gradient(inputs)
-        heads, head_log_prob = self.head_sampler(
-            sampler_inputs, mask=real, training=training
-        )
-        dependents, dep_log_prob = self.dependent_sampler(
-            sampler_inputs, mask=real, training=training
-        )
+        if (heads is None) != (dependents is None) or (
+            heads is None and not self.use_samplers
+        ):
+            raise ValueError(
+                "Pass both `heads` and `dependents`, or neither (then the "
+                "layer's own samplers select, which needs "
+                "`use_samplers=True`). Received: heads="
+                f"{'None' if heads is None else 'a tensor'}, dependents="
+                f"{'None' if dependents is None else 'a tensor'}, "
+                f"use_samplers={self.use_samplers}"
+            )
+        if heads is None:
+            sampler_inputs = ops.stop_gradient(inputs)
+            heads, head_log_prob = self.head_sampler(
+                sampler_inputs, mask=real, training=training
+            )
+            dependents, dep_log_prob = self.dependent_sampler(
+                sampler_inputs, mask=real, training=training
+            )
+        else:
+            heads = ops.logical_and(ops.cast(heads, "bool"), real)
+            dependents = ops.logical_and(ops.cast(dependents, "bool"), real)
+            head_log_prob = dep_log_prob = ops.zeros(
+                ops.shape(inputs)[:1], "float32"
+            )
         slots = self._slots(length)
         # Selected tokens first, in order: (B, K) positions and (B, T) slot
         # of each token (K = not gathered).
@@ -319,8 +360,11 @@ class ReinforcedSelfAttention(keras.layers.Layer):
 
     @classmethod
     def from_config(cls, config):
-        # Layers saved before `empty_context` existed used the "mean" rule.
-        return super().from_config({"empty_context": "mean", **config})
+        # Layers saved before these arguments existed (release 0.1) used
+        # the "mean" rule and ReLU samplers.
+        return super().from_config(
+            {"empty_context": "mean", "sampler_activation": "relu", **config}
+        )
 
     def get_config(self):
         config = super().get_config()
@@ -335,6 +379,8 @@ class ReinforcedSelfAttention(keras.layers.Layer):
                 "block_size": self.block_size,
                 "seed": self.seed,
                 "empty_context": self.empty_context,
+                "use_samplers": self.use_samplers,
+                "sampler_activation": self.sampler_activation,
                 "kernel_initializer": keras.initializers.serialize(
                     self.kernel_initializer
                 ),

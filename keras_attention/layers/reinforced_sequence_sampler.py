@@ -22,7 +22,7 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
     ```
     pooled = masked_mean(x)                            # (B, 1, F)
     features = [x; pooled; x * pooled]                 # (B, T, 3F)
-    logits = keep_dense(context_dense(features))       # (B, T)
+    logits = keep_dense(activation(context_dense(features)))   # (B, T)
     probabilities = sigmoid(logits)
     training:  selection = uniform() < probabilities   # Bernoulli sample
     inference: selection = probabilities > threshold   # deterministic
@@ -58,6 +58,9 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
         kernel_initializer: initializer for the kernels. Defaults to
             `"glorot_uniform"`.
         bias_initializer: initializer for the biases. Defaults to `"zeros"`.
+        activation: activation of the context fusion layer. Defaults to
+            `"elu"` (the authors' code; release 0.1 used `"relu"`, which
+            files saved by it keep).
         **kwargs: base layer arguments (`name`, `dtype`, ...).
 
     Call arguments:
@@ -92,6 +95,7 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
         seed=None,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
+        activation="elu",
         **kwargs,
     ):
         check_positive_int("hidden_dim", hidden_dim, allow_none=True)
@@ -108,6 +112,8 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
         self.hidden_dim = hidden_dim
         self.threshold = float(threshold)
         self.seed = seed
+        keras.activations.get(activation)  # Fails on an unknown name.
+        self.activation = activation
         self.seed_generator = keras.random.SeedGenerator(seed)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
@@ -123,7 +129,7 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
         scoring = "float32" if self._scores_in_float32() else self.dtype_policy
         self.context_dense = keras.layers.Dense(
             hidden,
-            activation="relu",
+            activation=self.activation,
             kernel_initializer=clone_initializer(self.kernel_initializer),
             bias_initializer=clone_initializer(self.bias_initializer),
             dtype=scoring,
@@ -186,6 +192,11 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
     def compute_mask(self, inputs, mask=None):
         return None
 
+    @classmethod
+    def from_config(cls, config):
+        # Layers saved before `activation` existed used ReLU.
+        return super().from_config({"activation": "relu", **config})
+
     def get_config(self):
         config = super().get_config()
         config.update(
@@ -193,6 +204,7 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
                 "hidden_dim": self.hidden_dim,
                 "threshold": self.threshold,
                 "seed": self.seed,
+                "activation": self.activation,
                 "kernel_initializer": keras.initializers.serialize(
                     self.kernel_initializer
                 ),

@@ -15,6 +15,9 @@ from keras_attention import distribute
 from keras_attention.layers.reinforced_self_attention import (
     ReinforcedSelfAttention,
 )
+from keras_attention.layers.reinforced_sequence_sampler import (
+    ReinforcedSequenceSampler,
+)
 from keras_attention.layers.source2_token_attention import Source2TokenAttention
 from keras_attention.utils.seeds import sub_seed
 from keras_attention.utils.validation import check_choice
@@ -31,16 +34,30 @@ def resan_encoder(
     dropout=0.0,
     trainable_embeddings=False,
     seed=None,
+    variant="authors",
     name="resan_encoder",
 ):
     """Builds the ReSAN sentence encoder.
 
     ```
-    x = elu(input_projection(word_embedding(ids)))      # (B, T, H)
-    forward = ReinforcedSelfAttention("forward")(x)     # (B, T, H)
-    backward = ReinforcedSelfAttention("backward")(x)   # (B, T, H)
+    e = word_embedding(ids)                              # (B, T, E)
+    heads, log_p_h = head_sampler(stop_gradient(e))      # (B, T) bool
+    dependents, log_p_d = dependent_sampler(stop_gradient(e))
+    x_fw = elu(forward_projection(dropout(e)))           # (B, T, H)
+    x_bw = elu(backward_projection(dropout(e)))          # (B, T, H)
+    forward = ReSA("forward")(x_fw, heads, dependents)   # (B, T, H)
+    backward = ReSA("backward")(x_bw, heads, dependents) # (B, T, H)
     sentence = Source2TokenAttention()([forward; backward])   # (B, 2H)
+    log_prob = log_p_h + log_p_d                         # (B,)
     ```
+
+    As in the authors' code (`SNLI_rl_pub/src/model/model_hw_resan.py`):
+    one head and one dependent sampler shared by both directions, reading
+    the word vectors, and a projection per direction.
+    `variant="release_0_1"` builds release 0.1's encoder instead (one
+    shared projection, four samplers reading it, ReLU samplers and the
+    "mean" corner rule of `ReinforcedSelfAttention`); models saved by
+    release 0.1 load as that variant.
 
     Masking: token id 0 is padding; it is never selected, gets zero weight
     in the pooling and never changes the sentence vector.
@@ -60,14 +77,16 @@ def resan_encoder(
         seed: int. Seed of the samplers and dropout; each random consumer
             gets its own stream (`keras_attention.utils.seeds.sub_seed`).
             Defaults to `None`.
+        variant: `"authors"` or `"release_0_1"` (see above). Defaults to
+            `"authors"`.
         name: str. Defaults to `"resan_encoder"`.
 
     Returns:
         A `keras.Model` from int ids `(B, T)` to a dict: `"sentence"`
-        `(B, 2H)`, `"log_prob"` `(B,)` (log-probability of all four
-        samplers' selections) and `"selection_percentage"` `(B,)` (the
-        authors' percentage, `selection_percentage`, averaged over the two
-        directions).
+        `(B, 2H)`, `"log_prob"` `(B,)` (log-probability of the samplers'
+        selections) and `"selection_percentage"` `(B,)` (the authors'
+        percentage, `selection_percentage`; release 0.1's variant averages
+        it over its two directions).
 
     Example:
 
@@ -81,9 +100,32 @@ def resan_encoder(
         - [Shen et al., 2018, ReSAN](https://arxiv.org/abs/1801.10296),
           section 4.
     """
+    initializer, embedding_dim = _checked_encoder_arguments(
+        vocabulary_size, embeddings, embedding_dim, hidden_dim, dropout, variant
+    )
+    return _build_encoder(
+        vocabulary_size,
+        initializer,
+        embedding_dim,
+        hidden_dim,
+        capacity,
+        dropout,
+        trainable_embeddings,
+        seed,
+        variant,
+        name,
+        select_all_input=False,
+    )
+
+
+def _checked_encoder_arguments(
+    vocabulary_size, embeddings, embedding_dim, hidden_dim, dropout, variant
+):
+    """Validates; returns the embedding initializer and width."""
     check_positive_int("vocabulary_size", vocabulary_size)
     check_positive_int("hidden_dim", hidden_dim)
     check_rate("dropout", dropout)
+    check_choice("variant", variant, VARIANTS)
     initializer = "uniform"
     if embeddings is not None:
         shape = tuple(ops.shape(embeddings))
@@ -96,19 +138,113 @@ def resan_encoder(
         embedding_dim = shape[1]
         initializer = keras.initializers.Constant(embeddings)
     check_positive_int("embedding_dim", embedding_dim)
+    return initializer, embedding_dim
 
+
+def _build_encoder(
+    vocabulary_size,
+    initializer,
+    embedding_dim,
+    hidden_dim,
+    capacity,
+    dropout,
+    trainable_embeddings,
+    seed,
+    variant,
+    name,
+    select_all_input,
+):
+    # With `select_all_input`, a second input `(B,)` (1 = select every
+    # real token, the soft-only phase of the training schedule).
     ids = keras.Input((None,), dtype="int32", name="token_ids")
+    inputs = ids
+    select_all = None
+    if select_all_input:
+        select_all = keras.Input((), dtype="float32", name="select_all")
+        inputs = [ids, select_all]
     mask = ops.not_equal(ids, 0)  # (B, T)
-    x = keras.layers.Embedding(
+    embedded = keras.layers.Embedding(
         vocabulary_size,
         embedding_dim,
         embeddings_initializer=initializer,
         trainable=trainable_embeddings,
         name="word_embedding",
     )(ids)
+    if variant == "release_0_1":
+        outputs, log_prob, percentage = _release_0_1_directions(
+            embedded, mask, hidden_dim, capacity, dropout, seed
+        )
+    else:
+        outputs, log_prob, percentage = _authors_directions(
+            embedded, mask, hidden_dim, capacity, dropout, seed, select_all
+        )
+    sequence = ops.concatenate(outputs, axis=-1)  # (B, T, 2H)
+    sentence = Source2TokenAttention(name="pooling")(sequence, mask=mask)
+    return keras.Model(
+        inputs,
+        {
+            "sentence": sentence,
+            "log_prob": log_prob,
+            "selection_percentage": percentage,
+        },
+        name=name,
+    )
+
+
+VARIANTS = ("authors", "release_0_1")
+
+
+def _authors_directions(
+    embedded, mask, hidden_dim, capacity, dropout, seed, select_all=None
+):
+    # One head and one dependent sampler, shared by both directions, read
+    # the word vectors (without gradient: theta_r learns from the policy
+    # gradient only); each direction has its own ELU projection.
+    sampler_inputs = ops.stop_gradient(embedded)
+    selections, log_prob = [], 0.0
+    for role in ("head", "dependent"):
+        selection, role_log_prob = ReinforcedSequenceSampler(
+            hidden_dim=hidden_dim,
+            seed=sub_seed(seed, f"{role}_sampler"),
+            name=f"{role}_sampler",
+        )(sampler_inputs, mask=mask)
+        selections.append(selection)
+        log_prob = log_prob + role_log_prob
+    heads, dependents = selections
+    if select_all is not None:
+        # The soft-only phase: every real token is a head and a dependent.
+        everything = ops.greater(ops.expand_dims(select_all, -1), 0.5)
+        heads = ops.where(everything, mask, heads)
+        dependents = ops.where(everything, mask, dependents)
+    outputs = []
+    for direction in ("forward", "backward"):
+        x = keras.layers.Dropout(
+            dropout,
+            seed=sub_seed(seed, f"{direction}_dropout"),
+            name=f"{direction}_dropout",
+        )(embedded)
+        x = keras.layers.Dense(
+            hidden_dim, activation="elu", name=f"{direction}_projection"
+        )(x)
+        outputs.append(
+            ReinforcedSelfAttention(
+                direction=direction,
+                capacity=capacity,
+                use_samplers=False,
+                name=f"{direction}_attention",
+            )(x, mask=mask, heads=heads, dependents=dependents)
+        )
+    return outputs, log_prob, selection_percentage(heads, dependents, mask)
+
+
+def _release_0_1_directions(
+    embedded, mask, hidden_dim, capacity, dropout, seed
+):
+    # Release 0.1: one shared projection, and a head and a dependent
+    # sampler of its own in each direction (four in all).
     x = keras.layers.Dense(
         hidden_dim, activation="elu", name="input_projection"
-    )(x)
+    )(embedded)
     x = keras.layers.Dropout(
         dropout, seed=sub_seed(seed, "input_dropout"), name="input_dropout"
     )(x)
@@ -118,23 +254,14 @@ def resan_encoder(
             direction=direction,
             capacity=capacity,
             seed=sub_seed(seed, f"{direction}_attention"),
+            empty_context="mean",
+            sampler_activation="relu",
             name=f"{direction}_attention",
         )(x, mask=mask, return_selections=True)
         outputs.append(out)
         log_prob = log_prob + layer_log_prob
-        # The authors' percentage: head fraction times dependent fraction.
         percentage = percentage + selection_percentage(heads, dependents, mask)
-    sequence = ops.concatenate(outputs, axis=-1)  # (B, T, 2H)
-    sentence = Source2TokenAttention(name="pooling")(sequence, mask=mask)
-    return keras.Model(
-        ids,
-        {
-            "sentence": sentence,
-            "log_prob": log_prob,
-            "selection_percentage": 0.5 * percentage,
-        },
-        name=name,
-    )
+    return outputs, log_prob, 0.5 * percentage
 
 
 def selection_percentage(heads, dependents, mask):
@@ -217,6 +344,9 @@ _CONFIG_KEYS = (
     "trainable_embeddings",
     "reward_weight",
     "sparsity_penalty",
+    "variant",
+    "soft_only_steps",
+    "sampler_only_steps",
     "seed",
 )
 
@@ -273,6 +403,12 @@ class _ReinforcedPairModel(keras.Model):
         if self.loss is None:
             # No compiled loss: the model's own task loss.
             loss = loss + distribute.scale_for_replicas(ops.mean(cost))
+        task_weight = policy_weight = 1.0
+        if training and "training_phase" in y_pred:
+            # The schedule's weights of this step (the same in every row).
+            task_weight = y_pred["training_phase"][0, 1]
+            policy_weight = y_pred["training_phase"][0, 2]
+            loss = task_weight * loss
         if not training or self.reward_weight == 0.0:
             return loss
         reward = policy_reward(
@@ -280,8 +416,12 @@ class _ReinforcedPairModel(keras.Model):
         )
         # A mean over the local batch: divided by the replicas in sync, as
         # Keras does for compiled losses, since their gradients are summed.
-        return loss + self.reward_weight * distribute.scale_for_replicas(
-            policy_gradient_loss(reward, y_pred["log_prob"])
+        return loss + (
+            policy_weight
+            * self.reward_weight
+            * distribute.scale_for_replicas(
+                policy_gradient_loss(reward, y_pred["log_prob"])
+            )
         )
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
@@ -294,11 +434,146 @@ class _ReinforcedPairModel(keras.Model):
 
     @classmethod
     def from_config(cls, config):
-        return cls(**config)
+        # Files saved by release 0.1 have no `variant`: its encoder.
+        return cls(**{"variant": "release_0_1", **config})
 
 
-def _pair_outputs(first, second, **task_outputs):
+@keras.saving.register_keras_serializable(package="keras_attention")
+class TrainingSchedule(keras.layers.Layer):
+    """The ReSAN training phases, from a step counter saved with the model.
+
+    ```
+    step < soft_only_steps:                      soft network alone, every
+                                                 real token selected
+    soft_only_steps <= step
+      < soft_only_steps + sampler_only_steps:    samplers alone
+    later:                                       both
+    ```
+
+    Its `step` variable counts the training forward passes (one per
+    optimizer step under `fit`) and is saved with the weights and backups,
+    so an interrupted run resumes in the same phase at the same step.
+
+    Args:
+        soft_only_steps: int. Defaults to `0`.
+        sampler_only_steps: int. Defaults to `0`.
+
+    Call arguments:
+        inputs: any tensor `(B, ...)`; only its batch size is read.
+        training: bool. Outside training every weight is `1` and nothing
+            is selected by force.
+
+    Returns:
+        A float32 tensor `(B, 3)`: `select_all`, `task_weight` and
+        `policy_weight` of the step, repeated over the batch.
+    """
+
+    def __init__(self, soft_only_steps=0, sampler_only_steps=0, **kwargs):
+        super().__init__(**kwargs)
+        self.soft_only_steps = soft_only_steps
+        self.sampler_only_steps = sampler_only_steps
+
+    def build(self, inputs_shape):
+        self.step = self.add_weight(
+            shape=(),
+            dtype="int32",
+            initializer="zeros",
+            trainable=False,
+            aggregation="only_first_replica",
+            name="step",
+        )
+        self.built = True
+
+    def call(self, inputs, training=None):
+        if not training:
+            weights = ops.convert_to_tensor([0.0, 1.0, 1.0], "float32")
+        else:
+            step = ops.convert_to_tensor(self.step)
+            self.step.assign(step + 1)
+            soft = ops.less(step, self.soft_only_steps)
+            samplers = ops.logical_and(
+                ops.logical_not(soft),
+                ops.less(step, self.soft_only_steps + self.sampler_only_steps),
+            )
+            weights = ops.cast(
+                ops.stack(
+                    [soft, ops.logical_not(samplers), ops.logical_not(soft)]
+                ),
+                "float32",
+            )
+        return ops.broadcast_to(weights, (ops.shape(inputs)[0], 3))
+
+    def compute_output_shape(self, inputs_shape):
+        return (inputs_shape[0], 3)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "soft_only_steps": self.soft_only_steps,
+                "sampler_only_steps": self.sampler_only_steps,
+            }
+        )
+        return config
+
+
+def _encode_pair(arguments, first, second):
+    """Encodes both sentences with one encoder; returns the encoder, both
+    outputs and the schedule tensor `(B, 3)` (`None` for release 0.1)."""
+    variant = arguments["variant"]
+    initializer, embedding_dim = _checked_encoder_arguments(
+        arguments["vocabulary_size"],
+        arguments["embeddings"],
+        arguments["embedding_dim"],
+        arguments["hidden_dim"],
+        arguments["dropout"],
+        variant,
+    )
+    steps = arguments["soft_only_steps"], arguments["sampler_only_steps"]
+    for name, value in zip(("soft_only_steps", "sampler_only_steps"), steps):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(
+                f"Argument `{name}` must be a non-negative integer. "
+                f"Received: {name}={value!r}"
+            )
+    if variant == "release_0_1" and any(steps):
+        raise ValueError(
+            "The training schedule needs `variant='authors'`. Received: "
+            f"variant='release_0_1', soft_only_steps={steps[0]}, "
+            f"sampler_only_steps={steps[1]}"
+        )
+    # The authors' encoder takes the soft-only phase's "select all" flag
+    # as a second input.
+    scheduled = variant == "authors"
+    encoder = _build_encoder(
+        arguments["vocabulary_size"],
+        initializer,
+        embedding_dim,
+        arguments["hidden_dim"],
+        arguments["capacity"],
+        arguments["dropout"],
+        arguments["trainable_embeddings"],
+        arguments["seed"],
+        variant,
+        "resan_encoder",
+        select_all_input=scheduled,
+    )
+    if not scheduled:
+        return encoder, encoder(first), encoder(second), None
+    schedule = TrainingSchedule(*steps, name="training_schedule")(first)
+    select_all = schedule[:, 0]
+    return (
+        encoder,
+        encoder([first, select_all]),
+        encoder([second, select_all]),
+        schedule,
+    )
+
+
+def _pair_outputs(first, second, schedule=None, **task_outputs):
     # Per sentence, in columns: (B, 2).
+    if schedule is not None:
+        task_outputs["training_phase"] = schedule
     return {
         **task_outputs,
         "log_prob": ops.stack([first["log_prob"], second["log_prob"]], 1),
@@ -393,6 +668,13 @@ class ReSANClassifier(_ReinforcedPairModel):
         sparsity_penalty: float. `lambda`, the reward lost per unit of
             selection percentage. Defaults to `0.02` (the authors' SNLI
             value).
+        variant: the encoder, `"authors"` or `"release_0_1"` (see
+            `resan_encoder`). Defaults to `"authors"`; files saved by
+            release 0.1 load as `"release_0_1"`.
+        soft_only_steps: int. Training steps of the soft network alone,
+            every real token selected (`TrainingSchedule`). Defaults to `0`.
+        sampler_only_steps: int. Then steps of the samplers alone.
+            Defaults to `0`.
         seed: int. Defaults to `None`.
 
     Returns:
@@ -427,23 +709,16 @@ class ReSANClassifier(_ReinforcedPairModel):
         trainable_embeddings=False,
         reward_weight=1.0,
         sparsity_penalty=0.02,
+        variant="authors",
+        soft_only_steps=0,
+        sampler_only_steps=0,
         seed=None,
         **kwargs,
     ):
         check_positive_int("num_classes", num_classes)
-        encoder = resan_encoder(
-            vocabulary_size,
-            embeddings=embeddings,
-            embedding_dim=embedding_dim,
-            hidden_dim=hidden_dim,
-            capacity=capacity,
-            dropout=dropout,
-            trainable_embeddings=trainable_embeddings,
-            seed=seed,
-        )
         premise = keras.Input((None,), dtype="int32", name="premise")
         hypothesis = keras.Input((None,), dtype="int32", name="hypothesis")
-        p, h = encoder(premise), encoder(hypothesis)
+        encoder, p, h, schedule = _encode_pair(locals(), premise, hypothesis)
         s_p, s_h = p["sentence"], h["sentence"]
         features = ops.concatenate([s_p, s_h, s_p - s_h, s_p * s_h], axis=-1)
         probabilities = _mlp_head(
@@ -451,7 +726,7 @@ class ReSANClassifier(_ReinforcedPairModel):
         )
         super().__init__(
             inputs={"premise": premise, "hypothesis": hypothesis},
-            outputs=_pair_outputs(p, h, probabilities=probabilities),
+            outputs=_pair_outputs(p, h, schedule, probabilities=probabilities),
             **{"name": "resan_classifier", **kwargs},
         )
         self._remember(encoder, locals())
@@ -505,6 +780,13 @@ class ReSANRelatedness(_ReinforcedPairModel):
             authors' SICK value).
         objective: `"mse"` (the expected score, `0.5 (score - y)^2`) or
             `"kl"` (the sparse target of Tai et al.). Defaults to `"mse"`.
+        variant: the encoder, `"authors"` or `"release_0_1"` (see
+            `resan_encoder`). Defaults to `"authors"`; files saved by
+            release 0.1 load as `"release_0_1"`.
+        soft_only_steps: int. Training steps of the soft network alone,
+            every real token selected (`TrainingSchedule`). Defaults to `0`.
+        sampler_only_steps: int. Then steps of the samplers alone.
+            Defaults to `0`.
         seed: int. Defaults to `None`.
 
     Returns:
@@ -541,24 +823,17 @@ class ReSANRelatedness(_ReinforcedPairModel):
         reward_weight=1.0,
         sparsity_penalty=0.006,
         objective="mse",
+        variant="authors",
+        soft_only_steps=0,
+        sampler_only_steps=0,
         seed=None,
         **kwargs,
     ):
         check_positive_int("num_classes", num_classes)
         check_choice("objective", objective, OBJECTIVES)
-        encoder = resan_encoder(
-            vocabulary_size,
-            embeddings=embeddings,
-            embedding_dim=embedding_dim,
-            hidden_dim=hidden_dim,
-            capacity=capacity,
-            dropout=dropout,
-            trainable_embeddings=trainable_embeddings,
-            seed=seed,
-        )
         left = keras.Input((None,), dtype="int32", name="sentence_a")
         right = keras.Input((None,), dtype="int32", name="sentence_b")
-        a, b = encoder(left), encoder(right)
+        encoder, a, b, schedule = _encode_pair(locals(), left, right)
         s_1, s_2 = a["sentence"], b["sentence"]
         features = ops.concatenate([s_1 * s_2, ops.abs(s_1 - s_2)], axis=-1)
         probabilities = _mlp_head(
@@ -574,7 +849,7 @@ class ReSANRelatedness(_ReinforcedPairModel):
         super().__init__(
             inputs={"sentence_a": left, "sentence_b": right},
             outputs=_pair_outputs(
-                a, b, probabilities=probabilities, score=score
+                a, b, schedule, probabilities=probabilities, score=score
             ),
             **{"name": "resan_relatedness", **kwargs},
         )
@@ -586,8 +861,9 @@ class ReSANRelatedness(_ReinforcedPairModel):
 
     @classmethod
     def from_config(cls, config):
-        # Files saved before `objective` existed trained the KL divergence.
-        return cls(**{"objective": "kl", **config})
+        # Files saved by release 0.1 (no `objective`, no `variant`) trained
+        # the KL divergence with release 0.1's encoder.
+        return cls(**{"objective": "kl", "variant": "release_0_1", **config})
 
     def task_cost(self, y, y_pred):
         """The `objective`'s cost of each example `(B,)`."""
