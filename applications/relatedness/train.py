@@ -175,9 +175,9 @@ def correlations(model, x, scores, batch_size=256):
 
 
 # The authors' SICK schedule (SICK_rl_pub/configs.py): 200 epochs of 4,500
-# pairs in batches of 128 (7,040 steps); the soft network alone to step
-# 6,000, the samplers alone to 6,500, then both.
-AUTHORS_STEPS = 200 * (4500 // 128 + 1)
+# pairs in batches of 128 (about 7,031 steps); the soft network alone to
+# step 6,000, the samplers alone to 6,500, then both.
+AUTHORS_STEPS = 200 * 4500 / 128
 
 
 def resan_schedule(config, steps_per_epoch):
@@ -386,14 +386,14 @@ def parse_args(argv=None):
         type=int,
         default=None,
         help="Steps of the soft network alone. Default: the authors' 6,000 "
-        "of 7,040 steps, as a fraction of --epochs.",
+        "of about 7,031 steps, as a fraction of --epochs.",
     )
     parser.add_argument(
         "--sampler-only-steps",
         type=int,
         default=None,
         help="Then steps of the samplers alone. Default: the authors' 500 "
-        "of 7,040, as a fraction of --epochs.",
+        "of about 7,031, as a fraction of --epochs.",
     )
     parser.add_argument("--capacity", type=float, default=defaults.capacity)
     parser.add_argument("--trainable-embeddings", action="store_true")

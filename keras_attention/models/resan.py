@@ -392,17 +392,21 @@ class _ReinforcedPairModel(keras.Model):
     def compute_loss(
         self, x=None, y=None, y_pred=None, sample_weight=None, training=True
     ):
-        loss = super().compute_loss(
-            x=x,
-            y=y,
-            y_pred=y_pred["probabilities"],
-            sample_weight=sample_weight,
-            training=training,
-        )
         cost = self.task_cost(y, y_pred)  # (B,)
         if self.loss is None:
-            # No compiled loss: the model's own task loss.
-            loss = loss + distribute.scale_for_replicas(ops.mean(cost))
+            # No compiled loss: the model's own task loss, and the layers'
+            # added losses, if any.
+            loss = distribute.scale_for_replicas(ops.mean(cost))
+            for extra in self.losses:
+                loss = loss + ops.cast(extra, "float32")
+        else:
+            loss = super().compute_loss(
+                x=x,
+                y=y,
+                y_pred=y_pred["probabilities"],
+                sample_weight=sample_weight,
+                training=training,
+            )
         task_weight = policy_weight = 1.0
         if training and "training_phase" in y_pred:
             # The schedule's weights of this step (the same in every row).
@@ -488,8 +492,10 @@ class TrainingSchedule(keras.layers.Layer):
         if not training:
             weights = ops.convert_to_tensor([0.0, 1.0, 1.0], "float32")
         else:
-            step = ops.convert_to_tensor(self.step)
-            self.step.assign(step + 1)
+            # Assign, then read: a read before the assign aliases the
+            # variable on some backends (torch) and would see the new value.
+            self.step.assign(self.step + 1)
+            step = ops.convert_to_tensor(self.step) - 1
             soft = ops.less(step, self.soft_only_steps)
             samplers = ops.logical_and(
                 ops.logical_not(soft),

@@ -106,13 +106,15 @@ def test_a_nan_dev_correlation_still_leaves_a_checkpoint(tmp_path, monkeypatch):
 
 
 def test_schedule_defaults_scale_the_authors_steps():
-    # The authors: soft alone to 6,000 of 7,040 steps, samplers alone to
-    # 6,500; here as fractions of epochs * steps per epoch.
+    # The authors: soft alone to 6,000 of 200 epochs of 4,500 / 128
+    # steps, samplers alone to 6,500; here as fractions of epochs * steps
+    # per epoch.
     train = load_script()
     config = train.parse_args(["--epochs", "20"])
+    authors = 200 * 4500 / 128
     assert train.resan_schedule(config, 180) == (
-        round(6000 / 7040 * 3600),
-        round(500 / 7040 * 3600),
+        round(6000 / authors * 3600),
+        round(500 / authors * 3600),
     )
     config = train.parse_args(
         ["--soft-only-steps", "7", "--sampler-only-steps", "0"]

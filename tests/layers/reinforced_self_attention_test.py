@@ -80,7 +80,10 @@ def gradient_of(function, x):
     import torch
 
     x = torch.tensor(x, requires_grad=True)
-    function(x).sum().backward()
+    value = function(x).sum()
+    if not value.requires_grad:  # No path from x at all.
+        return np.zeros(x.shape)
+    value.backward()
     return x.grad.numpy()
 
 
