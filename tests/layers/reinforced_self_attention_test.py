@@ -81,10 +81,10 @@ def gradient_of(function, x):
 
     x = torch.tensor(x, requires_grad=True)
     value = function(x).sum()
-    if not value.requires_grad:  # No path from x at all.
-        return np.zeros(x.shape)
-    value.backward()
-    return x.grad.numpy()
+    if value.requires_grad:
+        value.backward()
+    # No path from x: no gradient was written.
+    return np.zeros(x.shape) if x.grad is None else x.grad.numpy()
 
 
 def lengths_mask(lengths, length):
