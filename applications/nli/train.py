@@ -89,6 +89,21 @@ class Config:
     trainable_embeddings: bool = cli.flag(
         False, "Fine-tune the word vectors too (default: frozen GloVe)."
     )
+    sparsity_penalty: float = cli.flag(
+        0.02,
+        "resan: lambda, the reward's selection-percentage penalty (the "
+        "authors' SNLI value).",
+    )
+    soft_only_steps: int = cli.flag(
+        None,
+        "resan: steps of the soft network alone.",
+        default_text="half the run; 0 with --initial-weights",
+    )
+    sampler_only_steps: int = cli.flag(
+        None,
+        "resan: then steps of the samplers alone.",
+        default_text="the authors' 5,000 SNLI steps scaled to 1.16 epochs",
+    )
     initial_weights: str = cli.flag(
         None,
         "Start from these weights (a checkpoint.weights.h5 of an earlier "
@@ -139,7 +154,33 @@ def model_kwargs(config):
     }
     if config.model == "decomposable":
         kwargs["intra_attention"] = config.intra
+    if config.model == "resan":
+        kwargs["sparsity_penalty"] = config.sparsity_penalty
     return kwargs
+
+
+# The authors' SNLI schedule (SNLI_rl_pub/configs.py): from a trained soft
+# model, the samplers alone for 5,000 steps of 128 pairs (1.16 epochs of
+# SNLI's 550,152 pairs), then both.
+AUTHORS_SAMPLER_ONLY_EPOCHS = 5000 / (550152 / 128)
+
+
+def resan_schedule(config, steps_per_epoch):
+    """`(soft_only_steps, sampler_only_steps)` for ReSAN.
+
+    Defaults scale the authors' schedule to our epochs: 1.16 epochs of
+    samplers alone; before them, the soft network alone for half of the
+    run, standing in for their separately trained soft model (none with
+    `--initial-weights`, which loads one).
+    """
+    total = config.epochs * steps_per_epoch
+    soft = config.soft_only_steps
+    if soft is None:
+        soft = 0 if config.initial_weights else total // 2
+    samplers = config.sampler_only_steps
+    if samplers is None:
+        samplers = round(AUTHORS_SAMPLER_ONLY_EPOCHS * steps_per_epoch)
+    return soft, samplers
 
 
 # Data: sentences -> tokens -> ids -> padded arrays.
@@ -392,11 +433,21 @@ def train(config):
     runs.write_vocabulary(config.output_dir, vocabulary)
     runs.write_config(config.output_dir, config)
 
+    kwargs = model_kwargs(config)
+    if config.model == "resan":
+        # About one step per batch of `batch_size` pairs.
+        steps = -(-len(arrays["train"][1]) // config.batch_size)
+        soft, samplers = resan_schedule(config, steps)
+        kwargs.update(soft_only_steps=soft, sampler_only_steps=samplers)
+        print(
+            f"ReSAN schedule: soft alone {soft} steps, samplers alone "
+            f"{samplers}, then both"
+        )
     with scope:
         model = MODEL_BUILDERS[config.model](
             vocabulary_size=len(vocabulary),
             embeddings=matrix,
-            **model_kwargs(config),
+            **kwargs,
         )
         model.compile(
             optimizer=training.loss_scaled(make_optimizer(config)),

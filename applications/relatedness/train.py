@@ -2,9 +2,13 @@
 
 Model (`--model`): `resan` (Shen et al., 2018): a shared ReSAN encoder for
 both sentences, `[s_1 * s_2; |s_1 - s_2|]` features, a distribution over
-the scores 1..5 trained with KL divergence against the sparse target of Tai
-et al.; the predicted score is its expectation. The token samplers learn by
-REINFORCE inside `model.fit` (see `keras_attention.models.ReSANRelatedness`).
+the scores 1..5 whose expectation is the predicted score, trained, as the
+authors' code does by default, with `0.5 (score - y)^2` (`--objective kl`:
+KL divergence against the sparse target of Tai et al.). The token samplers
+learn by REINFORCE inside `model.fit` (see
+`keras_attention.models.ReSANRelatedness`), on the authors' schedule: the
+soft network alone, then the samplers alone, then both
+(`--soft-only-steps`, `--sampler-only-steps`).
 Word vectors: the staged 50-d GloVe subset, frozen.
 
 Usage:
@@ -57,7 +61,29 @@ class Config:
     learning_rate: float = 1e-3
     hidden_dim: int = 300
     dropout: float = 0.2
-    sparsity_penalty: float = 0.0
+    sparsity_penalty: float = cli.flag(
+        0.006,
+        "ReSAN's lambda: the reward's selection-percentage penalty "
+        "(the authors' SICK value).",
+    )
+    objective: str = cli.flag(
+        "mse",
+        "ReSAN's training objective: the MSE of the expected score (the "
+        "authors' default) or KL to the Tai et al. target.",
+        choices=("mse", "kl"),
+    )
+    soft_only_steps: int = cli.flag(
+        None,
+        "Steps of the soft network alone.",
+        default_text="the authors' 6,000 of about 7,031 steps, as a fraction "
+        "of --epochs",
+    )
+    sampler_only_steps: int = cli.flag(
+        None,
+        "Then steps of the samplers alone.",
+        default_text="the authors' 500 of about 7,031 steps, as a fraction "
+        "of --epochs",
+    )
     capacity: float = None
     trainable_embeddings: bool = False
     max_length: int = cli.flag(40, "Longer sentences are cut.", minimum=1)
@@ -144,10 +170,9 @@ def prepare_data(config):
 def correlations(model, x, scores, batch_size=256):
     """Pearson, Spearman and MSE of the predicted scores, and the mean
     selection rate of the token samplers (inference rule)."""
-    outputs, _, rate = model.policy_model.predict(
-        x, batch_size=batch_size, verbose=0
-    )
+    outputs = model.predict(x, batch_size=batch_size, verbose=0)
     predicted = np.asarray(outputs["score"], "float64")
+    rate = outputs["selection_percentage"]
     return {
         "pearson": float(stats.pearsonr(predicted, scores)[0]),
         "spearman": float(stats.spearmanr(predicted, scores)[0]),
@@ -157,6 +182,25 @@ def correlations(model, x, scores, batch_size=256):
 
 
 # Training.
+
+
+# The authors' SICK schedule (SICK_rl_pub/configs.py): 200 epochs of 4,500
+# pairs in batches of 128 (about 7,031 steps); the soft network alone to
+# step 6,000, the samplers alone to 6,500, then both.
+AUTHORS_STEPS = 200 * 4500 / 128
+
+
+def resan_schedule(config, steps_per_epoch):
+    """`(soft_only_steps, sampler_only_steps)`: by default the authors'
+    phases as fractions of our run (`epochs * steps_per_epoch` steps)."""
+    total = config.epochs * steps_per_epoch
+    soft = config.soft_only_steps
+    if soft is None:
+        soft = round(6000 / AUTHORS_STEPS * total)
+    samplers = config.sampler_only_steps
+    if samplers is None:
+        samplers = round(500 / AUTHORS_STEPS * total)
+    return soft, samplers
 
 
 class DevCorrelation(keras.callbacks.Callback):
@@ -216,6 +260,13 @@ def train(config):
     runs.write_vocabulary(config.output_dir, vocabulary)
     runs.write_config(config.output_dir, config)
 
+    # About one step per batch of `batch_size` pairs.
+    steps = -(-len(arrays["train"][1]) // config.batch_size)
+    soft, samplers = resan_schedule(config, steps)
+    print(
+        f"ReSAN schedule: soft alone {soft} steps, samplers alone "
+        f"{samplers}, then both"
+    )
     with scope:
         model = MODEL_BUILDERS[config.model](
             vocabulary_size=len(vocabulary),
@@ -224,6 +275,9 @@ def train(config):
             dropout=config.dropout,
             capacity=config.capacity,
             sparsity_penalty=config.sparsity_penalty,
+            objective=config.objective,
+            soft_only_steps=soft,
+            sampler_only_steps=samplers,
             trainable_embeddings=config.trainable_embeddings,
             seed=config.seed,
         )
@@ -231,7 +285,7 @@ def train(config):
             optimizer=training.loss_scaled(
                 keras.optimizers.Adam(config.learning_rate)
             ),
-            loss=keras.losses.KLDivergence(),
+            # No compiled loss: the model trains its `objective`.
             jit_compile=training.jit_compile(config.jit_compile),
         )
     parameters = int(sum(np.prod(w.shape) for w in model.trainable_weights))
@@ -265,7 +319,7 @@ def train(config):
     # batches are kept, so that every batch divides among the devices.
     batches = data.BucketedBatches(
         x_train,
-        models.relatedness_target(scores_train),
+        scores_train,
         batch_size=config.batch_size,
         width_step=config.bucket_width or x_train["sentence_a"].shape[1],
         seed=config.seed,

@@ -122,7 +122,11 @@ class PairModule(tf.Module):
 
 
 def _classifier_head(labels):
-    def head(probabilities):
+    def head(outputs):
+        # ReSANClassifier returns a dict holding "probabilities".
+        probabilities = outputs
+        if isinstance(outputs, dict):
+            probabilities = outputs["probabilities"]
         probabilities = tf.cast(probabilities, tf.float32)
         index = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
         label = tf.gather(tf.constant(list(labels)), index)

@@ -7,6 +7,7 @@ from keras_attention.ops.multi_dimensional import DIRECTIONS
 from keras_attention.ops.multi_dimensional import directional_mask
 from keras_attention.ops.multi_dimensional import multi_dimensional_attention
 from keras_attention.utils.dtypes import floating_inputs
+from keras_attention.utils.initializers import clone_initializer
 from keras_attention.utils.masks import drop_keras_masks
 from keras_attention.utils.validation import check_choice
 from keras_attention.utils.validation import check_mask
@@ -123,7 +124,9 @@ class DirectionalSelfAttention(keras.layers.Layer):
     def build(self, inputs_shape):
         check_rank("inputs", inputs_shape, 3)
         features = inputs_shape[-1]
-        build_attention_sublayers(self, inputs_shape)
+        self.query_dense, self.key_dense, self.fusion_gate = (
+            attention_sublayers(self, inputs_shape)
+        )
         self._features = features
         self.built = True
 
@@ -187,40 +190,39 @@ class DirectionalSelfAttention(keras.layers.Layer):
         return config
 
 
-def build_attention_sublayers(layer, inputs_shape):
-    """Builds `query_dense` (W1), `key_dense` (W2, b) and, with
-    `layer.use_fusion_gate`, `fusion_gate` on `layer`.
+def attention_sublayers(layer, inputs_shape):
+    """Built `query_dense` (W1), `key_dense` (W2, b) and `fusion_gate`
+    (`None` without `layer.use_fusion_gate`) for `layer`.
 
     Shared by `DirectionalSelfAttention` and `ReinforcedSelfAttention`,
-    whose score functions are the same.
+    whose score functions are the same; the caller keeps the returned
+    sublayers as its own attributes. Reads the layer's initializers and
+    dtype policy.
     """
     features = inputs_shape[-1]
-    layer.query_dense = keras.layers.Dense(
+    query_dense = keras.layers.Dense(
         features,
         use_bias=False,
-        kernel_initializer=_clone(layer.kernel_initializer),
+        kernel_initializer=clone_initializer(layer.kernel_initializer),
         dtype=layer.dtype_policy,
         name="query_dense",
     )
-    layer.query_dense.build(inputs_shape)
-    layer.key_dense = keras.layers.Dense(
+    query_dense.build(inputs_shape)
+    key_dense = keras.layers.Dense(
         features,
-        kernel_initializer=_clone(layer.kernel_initializer),
-        bias_initializer=_clone(layer.bias_initializer),
+        kernel_initializer=clone_initializer(layer.kernel_initializer),
+        bias_initializer=clone_initializer(layer.bias_initializer),
         dtype=layer.dtype_policy,
         name="key_dense",
     )
-    layer.key_dense.build(inputs_shape)
-    layer.fusion_gate = None
+    key_dense.build(inputs_shape)
+    fusion_gate = None
     if layer.use_fusion_gate:
-        layer.fusion_gate = FusionGate(
-            kernel_initializer=_clone(layer.kernel_initializer),
-            bias_initializer=_clone(layer.bias_initializer),
+        fusion_gate = FusionGate(
+            kernel_initializer=clone_initializer(layer.kernel_initializer),
+            bias_initializer=clone_initializer(layer.bias_initializer),
             dtype=layer.dtype_policy,
             name="fusion_gate",
         )
-        layer.fusion_gate.build(inputs_shape, inputs_shape)
-
-
-def _clone(initializer):
-    return initializer.__class__.from_config(initializer.get_config())
+        fusion_gate.build(inputs_shape, inputs_shape)
+    return query_dense, key_dense, fusion_gate

@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from keras_attention.layers.directional_self_attention import (
-    build_attention_sublayers,
+    attention_sublayers,
 )
 from keras_attention.layers.reinforced_sequence_sampler import (
     ReinforcedSequenceSampler,
@@ -14,7 +14,9 @@ from keras_attention.ops.multi_dimensional import DIRECTIONS
 from keras_attention.ops.multi_dimensional import directional_mask
 from keras_attention.ops.multi_dimensional import multi_dimensional_attention
 from keras_attention.utils.dtypes import floating_inputs
+from keras_attention.utils.initializers import clone_initializer
 from keras_attention.utils.masks import drop_keras_masks
+from keras_attention.utils.seeds import sub_seed
 from keras_attention.utils.validation import check_choice
 from keras_attention.utils.validation import check_mask
 from keras_attention.utils.validation import check_positive_int
@@ -38,8 +40,8 @@ class ReinforcedSelfAttention(keras.layers.Layer):
     allowed[t, s] = heads[t] and dependents[s] and t != s and direction
     logits[t, s, f] = c * tanh((W1 x_t + W2 x_s + b)[f] / c)
     context[t] = sum_s masked_softmax(logits, allowed)[t, s] * x[s]
-    context[t] = mean of the real tokens, where t is not a head or has
-                 no allowed dependent
+    context[t] = mean of the other real tokens, where t is not a head
+    context[t] = 0, where t is a head with no allowed dependent
     output = fusion_gate(x, context)
     log_prob = head_log_prob + dep_log_prob             # (B,)
     ```
@@ -55,13 +57,17 @@ class ReinforcedSelfAttention(keras.layers.Layer):
     Masking: the mask comes from the `mask` argument or the Keras mask of
     `inputs`. Padded tokens are never selected, so they get zero weight and
     do not change the outputs at real tokens (with `capacity`, as long as
-    no selection is dropped). Unselected heads take the mean of the real
-    tokens (the paper's rule), so no row is undefined; an all-padding row
-    gives `F * x`. The output carries the input's Keras mask.
+    no selection is dropped). With `empty_context="authors"` (the authors'
+    released code), an unselected token takes the mean of the other real
+    tokens and a selected head with no allowed dependent (the first head
+    under a forward mask) a zero context; with `"mean"` (release 0.1, and
+    files saved by it) both take the mean of all real tokens. No row is
+    undefined. The output carries the input's Keras mask.
 
     Training: the selections are discrete, so the samplers get no gradient
-    from the output; call with `return_selections=True` and train them on
-    `log_prob` by policy gradient (the ReSAN models in
+    from the output, and they read `stop_gradient(inputs)`, so `log_prob`
+    sends no gradient upstream; call with `return_selections=True` and
+    train them on `log_prob` by policy gradient (the ReSAN models in
     `keras_attention.models` do this inside `compute_loss`).
 
     Args:
@@ -76,11 +82,20 @@ class ReinforcedSelfAttention(keras.layers.Layer):
         use_fusion_gate: bool. Defaults to `True`.
         block_size: int. Heads per block of the blocked computation.
             Defaults to `None`.
-        seed: int. Seed of the samplers (the dependent sampler uses
-            `seed + 1`). Defaults to `None`.
+        seed: int. Seed of the samplers; each gets its own stream
+            (`keras_attention.utils.seeds.sub_seed`). Defaults to `None`.
         kernel_initializer: initializer for the kernels. Defaults to
             `"glorot_uniform"`.
         bias_initializer: initializer for the biases. Defaults to `"zeros"`.
+        empty_context: `"authors"` or `"mean"`, the context of unselected
+            tokens and of heads with nothing to attend to (see Masking).
+            Defaults to `"authors"`.
+        use_samplers: bool. Own a head and a dependent sampler; `False`
+            when the selections come from outside (the ReSAN encoder shares
+            one pair of samplers between its two directions). Defaults to
+            `True`.
+        sampler_activation: activation of the samplers' hidden layer.
+            Defaults to `"elu"` (the authors'; release 0.1: `"relu"`).
         **kwargs: base layer arguments (`name`, `dtype`, ...).
 
     Call arguments:
@@ -88,6 +103,9 @@ class ReinforcedSelfAttention(keras.layers.Layer):
         mask: optional boolean tensor `(B, T)`.
         training: bool. Sample the selections (`True`) or use the
             samplers' deterministic rule.
+        heads, dependents: optional boolean tensors `(B, T)`: selections
+            made outside the layer, used instead of its samplers (`log_prob`
+            is then zero).
         return_selections: bool. Also return the head and dependent
             selections and the log-probability.
         return_attention_scores: bool. Also return the soft attention
@@ -126,9 +144,13 @@ class ReinforcedSelfAttention(keras.layers.Layer):
         seed=None,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
+        empty_context="authors",
+        use_samplers=True,
+        sampler_activation="elu",
         **kwargs,
     ):
         check_choice("direction", direction, DIRECTIONS)
+        check_choice("empty_context", empty_context, EMPTY_CONTEXTS)
         check_positive_int("block_size", block_size, allow_none=True)
         check_positive_int(
             "sampler_hidden_dim", sampler_hidden_dim, allow_none=True
@@ -160,26 +182,34 @@ class ReinforcedSelfAttention(keras.layers.Layer):
         self.use_fusion_gate = use_fusion_gate
         self.block_size = block_size
         self.seed = seed
+        self.empty_context = empty_context
+        self.use_samplers = bool(use_samplers)
+        self.sampler_activation = sampler_activation
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.supports_masking = True
         # Samplers are made here so that their seed generators exist before
         # the first call; their weights are built in `build`.
+        self.head_sampler = self.dependent_sampler = None
+        if not self.use_samplers:
+            return
         self.head_sampler = ReinforcedSequenceSampler(
             hidden_dim=sampler_hidden_dim,
             threshold=threshold,
-            seed=seed,
-            kernel_initializer=_clone(self.kernel_initializer),
-            bias_initializer=_clone(self.bias_initializer),
+            activation=sampler_activation,
+            seed=sub_seed(seed, "head_sampler"),
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
             dtype=self.dtype_policy,
             name="head_sampler",
         )
         self.dependent_sampler = ReinforcedSequenceSampler(
             hidden_dim=sampler_hidden_dim,
             threshold=threshold,
-            seed=None if seed is None else seed + 1,
-            kernel_initializer=_clone(self.kernel_initializer),
-            bias_initializer=_clone(self.bias_initializer),
+            activation=sampler_activation,
+            seed=sub_seed(seed, "dependent_sampler"),
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
             dtype=self.dtype_policy,
             name="dependent_sampler",
         )
@@ -187,9 +217,12 @@ class ReinforcedSelfAttention(keras.layers.Layer):
     def build(self, inputs_shape):
         check_rank("inputs", inputs_shape, 3)
         features = inputs_shape[-1]
-        self.head_sampler.build(inputs_shape)
-        self.dependent_sampler.build(inputs_shape)
-        build_attention_sublayers(self, inputs_shape)
+        if self.use_samplers:
+            self.head_sampler.build(inputs_shape)
+            self.dependent_sampler.build(inputs_shape)
+        self.query_dense, self.key_dense, self.fusion_gate = (
+            attention_sublayers(self, inputs_shape)
+        )
         self._features = features
         self.built = True
 
@@ -198,6 +231,8 @@ class ReinforcedSelfAttention(keras.layers.Layer):
         inputs,
         mask=None,
         training=None,
+        heads=None,
+        dependents=None,
         return_selections=False,
         return_attention_scores=False,
     ):
@@ -223,12 +258,34 @@ class ReinforcedSelfAttention(keras.layers.Layer):
             real = ops.ones(ops.shape(inputs)[:2], "bool")
         else:
             real = ops.cast(mask, "bool")
-        heads, head_log_prob = self.head_sampler(
-            inputs, mask=real, training=training
-        )
-        dependents, dep_log_prob = self.dependent_sampler(
-            inputs, mask=real, training=training
-        )
+        # The samplers read the inputs without gradient: the policy
+        # gradient of `log_prob` reaches the samplers' variables only, never
+        # the layers upstream (the paper's theta_r / theta_s split).
+        if (heads is None) != (dependents is None) or (
+            heads is None and not self.use_samplers
+        ):
+            raise ValueError(
+                "Pass both `heads` and `dependents`, or neither (then the "
+                "layer's own samplers select, which needs "
+                "`use_samplers=True`). Received: heads="
+                f"{'None' if heads is None else 'a tensor'}, dependents="
+                f"{'None' if dependents is None else 'a tensor'}, "
+                f"use_samplers={self.use_samplers}"
+            )
+        if heads is None:
+            sampler_inputs = ops.stop_gradient(inputs)
+            heads, head_log_prob = self.head_sampler(
+                sampler_inputs, mask=real, training=training
+            )
+            dependents, dep_log_prob = self.dependent_sampler(
+                sampler_inputs, mask=real, training=training
+            )
+        else:
+            heads = ops.logical_and(ops.cast(heads, "bool"), real)
+            dependents = ops.logical_and(ops.cast(dependents, "bool"), real)
+            head_log_prob = dep_log_prob = ops.zeros(
+                ops.shape(inputs)[:1], "float32"
+            )
         slots = self._slots(length)
         # Selected tokens first, in order: (B, K) positions and (B, T) slot
         # of each token (K = not gathered).
@@ -256,12 +313,27 @@ class ReinforcedSelfAttention(keras.layers.Layer):
             return_attention_scores=return_attention_scores,
         )
         context, weights = result if return_attention_scores else (result, None)
-        mean = masked_mean(inputs, real)  # (B, 1, F)
-        attended = ops.any(allowed, axis=-1, keepdims=True)  # (B, K, 1)
-        context = ops.where(attended, context, mean)
-        # Slot K holds the mean: scatter back to (B, T, F).
-        context = ops.concatenate([context, mean], axis=1)
+        if self.empty_context == "mean":
+            mean = masked_mean(inputs, real)  # (B, 1, F)
+            # A head with nothing allowed takes the mean of the real tokens.
+            attended = ops.any(allowed, axis=-1, keepdims=True)  # (B, K, 1)
+            context = ops.where(attended, context, mean)
+            unselected = mean  # (B, 1, F)
+        else:
+            # The authors': a head with nothing allowed keeps the zero
+            # context of its all-masked softmax; an unselected token takes
+            # the mean of the other real tokens.
+            unselected = _mean_of_others(inputs, real)  # (B, T, F)
+        # Back to (B, T, F): heads from their slot, the others (slot K)
+        # from the unselected rule.
+        context = ops.concatenate(
+            [context, ops.zeros_like(context[:, :1])], axis=1
+        )
         context = _take(context, head_slot)  # (B, T, F)
+        is_head = ops.expand_dims(ops.less(head_slot, slots), -1)  # (B, T, 1)
+        context = ops.where(
+            is_head, context, ops.broadcast_to(unselected, ops.shape(context))
+        )
 
         output = context
         if self.fusion_gate is not None:
@@ -286,6 +358,14 @@ class ReinforcedSelfAttention(keras.layers.Layer):
     def compute_mask(self, inputs, mask=None):
         return mask
 
+    @classmethod
+    def from_config(cls, config):
+        # Layers saved before these arguments existed (release 0.1) used
+        # the "mean" rule and ReLU samplers.
+        return super().from_config(
+            {"empty_context": "mean", "sampler_activation": "relu", **config}
+        )
+
     def get_config(self):
         config = super().get_config()
         config.update(
@@ -298,6 +378,9 @@ class ReinforcedSelfAttention(keras.layers.Layer):
                 "use_fusion_gate": self.use_fusion_gate,
                 "block_size": self.block_size,
                 "seed": self.seed,
+                "empty_context": self.empty_context,
+                "use_samplers": self.use_samplers,
+                "sampler_activation": self.sampler_activation,
                 "kernel_initializer": keras.initializers.serialize(
                     self.kernel_initializer
                 ),
@@ -307,6 +390,25 @@ class ReinforcedSelfAttention(keras.layers.Layer):
             }
         )
         return config
+
+
+EMPTY_CONTEXTS = ("authors", "mean")
+
+
+def _mean_of_others(inputs, mask):
+    """Mean of the other real tokens at every position `(B, T, F)`.
+
+    Zeros where a token has no other real token. Summed in float32 for
+    half-precision inputs.
+    """
+    dtype = keras.backend.standardize_dtype(inputs.dtype)
+    compute = "float32" if dtype in ("float16", "bfloat16") else dtype
+    inputs = ops.cast(inputs, compute)
+    weights = ops.cast(ops.expand_dims(mask, -1), compute)  # (B, T, 1)
+    total = ops.sum(inputs * weights, axis=1, keepdims=True)  # (B, 1, F)
+    count = ops.sum(weights, axis=1, keepdims=True)  # (B, 1, 1)
+    others = total - inputs * weights  # (B, T, F)
+    return ops.cast(others / ops.maximum(count - weights, 1.0), dtype)
 
 
 def _gather_order(selection, slots):
@@ -343,7 +445,3 @@ def _scatter_scores(weights, head_index, dep_index, length):
     head_place = ops.one_hot(head_index, length, dtype=weights.dtype)
     dep_place = ops.one_hot(dep_index, length, dtype=weights.dtype)
     return ops.einsum("bkt,bkl,bls->bts", head_place, weights, dep_place)
-
-
-def _clone(initializer):
-    return initializer.__class__.from_config(initializer.get_config())

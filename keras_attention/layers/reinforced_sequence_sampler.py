@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_attention.utils.dtypes import floating_inputs
+from keras_attention.utils.initializers import clone_initializer
 from keras_attention.utils.masks import drop_keras_masks
 from keras_attention.utils.validation import check_mask
 from keras_attention.utils.validation import check_positive_int
@@ -21,7 +22,7 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
     ```
     pooled = masked_mean(x)                            # (B, 1, F)
     features = [x; pooled; x * pooled]                 # (B, T, 3F)
-    logits = keep_dense(context_dense(features))       # (B, T)
+    logits = keep_dense(activation(context_dense(features)))   # (B, T)
     probabilities = sigmoid(logits)
     training:  selection = uniform() < probabilities   # Bernoulli sample
     inference: selection = probabilities > threshold   # deterministic
@@ -57,6 +58,9 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
         kernel_initializer: initializer for the kernels. Defaults to
             `"glorot_uniform"`.
         bias_initializer: initializer for the biases. Defaults to `"zeros"`.
+        activation: activation of the context fusion layer. Defaults to
+            `"elu"` (the authors' code; release 0.1 used `"relu"`, which
+            files saved by it keep).
         **kwargs: base layer arguments (`name`, `dtype`, ...).
 
     Call arguments:
@@ -91,6 +95,7 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
         seed=None,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
+        activation="elu",
         **kwargs,
     ):
         check_positive_int("hidden_dim", hidden_dim, allow_none=True)
@@ -107,6 +112,8 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
         self.hidden_dim = hidden_dim
         self.threshold = float(threshold)
         self.seed = seed
+        keras.activations.get(activation)  # Fails on an unknown name.
+        self.activation = activation
         self.seed_generator = keras.random.SeedGenerator(seed)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
@@ -122,17 +129,17 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
         scoring = "float32" if self._scores_in_float32() else self.dtype_policy
         self.context_dense = keras.layers.Dense(
             hidden,
-            activation="relu",
-            kernel_initializer=_clone(self.kernel_initializer),
-            bias_initializer=_clone(self.bias_initializer),
+            activation=self.activation,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
             dtype=scoring,
             name="context_dense",
         )
         self.context_dense.build(tuple(inputs_shape[:-1]) + (3 * features,))
         self.keep_dense = keras.layers.Dense(
             1,
-            kernel_initializer=_clone(self.kernel_initializer),
-            bias_initializer=_clone(self.bias_initializer),
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
             dtype=scoring,
             name="keep_dense",
         )
@@ -185,6 +192,11 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
     def compute_mask(self, inputs, mask=None):
         return None
 
+    @classmethod
+    def from_config(cls, config):
+        # Layers saved before `activation` existed used ReLU.
+        return super().from_config({"activation": "relu", **config})
+
     def get_config(self):
         config = super().get_config()
         config.update(
@@ -192,6 +204,7 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
                 "hidden_dim": self.hidden_dim,
                 "threshold": self.threshold,
                 "seed": self.seed,
+                "activation": self.activation,
                 "kernel_initializer": keras.initializers.serialize(
                     self.kernel_initializer
                 ),
@@ -216,7 +229,3 @@ def masked_mean(inputs, mask):
     total = ops.sum(inputs * weights, axis=1, keepdims=True)
     count = ops.sum(weights, axis=1, keepdims=True)
     return ops.cast(total / ops.maximum(count, 1.0), dtype)
-
-
-def _clone(initializer):
-    return initializer.__class__.from_config(initializer.get_config())

@@ -14,9 +14,14 @@ from keras import ops
 from keras_attention.layers.reinforced_self_attention import (
     ReinforcedSelfAttention,
 )
+from keras_attention.layers.reinforced_sequence_sampler import (
+    ReinforcedSequenceSampler,
+)
 from keras_attention.layers.source2_token_attention import Source2TokenAttention
 from keras_attention.ops.replicas import replica_sum
 from keras_attention.ops.replicas import scale_for_replicas
+from keras_attention.utils.seeds import sub_seed
+from keras_attention.utils.validation import check_choice
 from keras_attention.utils.validation import check_positive_int
 from keras_attention.utils.validation import check_rate
 
@@ -30,16 +35,30 @@ def resan_encoder(
     dropout=0.0,
     trainable_embeddings=False,
     seed=None,
+    variant="authors",
     name="resan_encoder",
 ):
     """Builds the ReSAN sentence encoder.
 
     ```
-    x = elu(input_projection(word_embedding(ids)))      # (B, T, H)
-    forward = ReinforcedSelfAttention("forward")(x)     # (B, T, H)
-    backward = ReinforcedSelfAttention("backward")(x)   # (B, T, H)
+    e = word_embedding(ids)                              # (B, T, E)
+    heads, log_p_h = head_sampler(stop_gradient(e))      # (B, T) bool
+    dependents, log_p_d = dependent_sampler(stop_gradient(e))
+    x_fw = elu(forward_projection(dropout(e)))           # (B, T, H)
+    x_bw = elu(backward_projection(dropout(e)))          # (B, T, H)
+    forward = ReSA("forward")(x_fw, heads, dependents)   # (B, T, H)
+    backward = ReSA("backward")(x_bw, heads, dependents) # (B, T, H)
     sentence = Source2TokenAttention()([forward; backward])   # (B, 2H)
+    log_prob = log_p_h + log_p_d                         # (B,)
     ```
+
+    As in the authors' code (`SNLI_rl_pub/src/model/model_hw_resan.py`):
+    one head and one dependent sampler shared by both directions, reading
+    the word vectors, and a projection per direction.
+    `variant="release_0_1"` builds release 0.1's encoder instead (one
+    shared projection, four samplers reading it, ReLU samplers and the
+    "mean" corner rule of `ReinforcedSelfAttention`); models saved by
+    release 0.1 load as that variant.
 
     Masking: token id 0 is padding; it is never selected, gets zero weight
     in the pooling and never changes the sentence vector.
@@ -56,14 +75,19 @@ def resan_encoder(
         dropout: float. Dropout on the projected word vectors. Defaults to
             `0.0`.
         trainable_embeddings: bool. Defaults to `False`.
-        seed: int. Seed of the samplers and dropout. Defaults to `None`.
+        seed: int. Seed of the samplers and dropout; each random consumer
+            gets its own stream (`keras_attention.utils.seeds.sub_seed`).
+            Defaults to `None`.
+        variant: `"authors"` or `"release_0_1"` (see above). Defaults to
+            `"authors"`.
         name: str. Defaults to `"resan_encoder"`.
 
     Returns:
         A `keras.Model` from int ids `(B, T)` to a dict: `"sentence"`
-        `(B, 2H)`, `"log_prob"` `(B,)` (log-probability of all four
-        samplers' selections) and `"selection_rate"` `(B,)` (fraction of
-        real tokens selected, averaged over the four samplers).
+        `(B, 2H)`, `"log_prob"` `(B,)` (log-probability of the samplers'
+        selections) and `"selection_percentage"` `(B,)` (the authors'
+        percentage, `selection_percentage`; release 0.1's variant averages
+        it over its two directions).
 
     Example:
 
@@ -77,9 +101,32 @@ def resan_encoder(
         - [Shen et al., 2018, ReSAN](https://arxiv.org/abs/1801.10296),
           section 4.
     """
+    initializer, embedding_dim = _checked_encoder_arguments(
+        vocabulary_size, embeddings, embedding_dim, hidden_dim, dropout, variant
+    )
+    return _build_encoder(
+        vocabulary_size,
+        initializer,
+        embedding_dim,
+        hidden_dim,
+        capacity,
+        dropout,
+        trainable_embeddings,
+        seed,
+        variant,
+        name,
+        select_all_input=False,
+    )
+
+
+def _checked_encoder_arguments(
+    vocabulary_size, embeddings, embedding_dim, hidden_dim, dropout, variant
+):
+    """Validates; returns the embedding initializer and width."""
     check_positive_int("vocabulary_size", vocabulary_size)
     check_positive_int("hidden_dim", hidden_dim)
     check_rate("dropout", dropout)
+    check_choice("variant", variant, VARIANTS)
     initializer = "uniform"
     if embeddings is not None:
         shape = tuple(ops.shape(embeddings))
@@ -92,40 +139,155 @@ def resan_encoder(
         embedding_dim = shape[1]
         initializer = keras.initializers.Constant(embeddings)
     check_positive_int("embedding_dim", embedding_dim)
+    return initializer, embedding_dim
 
+
+def _build_encoder(
+    vocabulary_size,
+    initializer,
+    embedding_dim,
+    hidden_dim,
+    capacity,
+    dropout,
+    trainable_embeddings,
+    seed,
+    variant,
+    name,
+    select_all_input,
+):
+    # With `select_all_input`, a second input `(B,)` (1 = select every
+    # real token, the soft-only phase of the training schedule).
     ids = keras.Input((None,), dtype="int32", name="token_ids")
+    inputs = ids
+    select_all = None
+    if select_all_input:
+        select_all = keras.Input((), dtype="float32", name="select_all")
+        inputs = [ids, select_all]
     mask = ops.not_equal(ids, 0)  # (B, T)
-    x = keras.layers.Embedding(
+    embedded = keras.layers.Embedding(
         vocabulary_size,
         embedding_dim,
         embeddings_initializer=initializer,
         trainable=trainable_embeddings,
         name="word_embedding",
     )(ids)
+    if variant == "release_0_1":
+        outputs, log_prob, percentage = _release_0_1_directions(
+            embedded, mask, hidden_dim, capacity, dropout, seed
+        )
+    else:
+        outputs, log_prob, percentage = _authors_directions(
+            embedded, mask, hidden_dim, capacity, dropout, seed, select_all
+        )
+    sequence = ops.concatenate(outputs, axis=-1)  # (B, T, 2H)
+    sentence = Source2TokenAttention(name="pooling")(sequence, mask=mask)
+    return keras.Model(
+        inputs,
+        {
+            "sentence": sentence,
+            "log_prob": log_prob,
+            "selection_percentage": percentage,
+        },
+        name=name,
+    )
+
+
+VARIANTS = ("authors", "release_0_1")
+
+
+def _authors_directions(
+    embedded, mask, hidden_dim, capacity, dropout, seed, select_all=None
+):
+    # One head and one dependent sampler, shared by both directions, read
+    # the word vectors (without gradient: theta_r learns from the policy
+    # gradient only); each direction has its own ELU projection.
+    sampler_inputs = ops.stop_gradient(embedded)
+    selections, log_prob = [], 0.0
+    for role in ("head", "dependent"):
+        selection, role_log_prob = ReinforcedSequenceSampler(
+            hidden_dim=hidden_dim,
+            seed=sub_seed(seed, f"{role}_sampler"),
+            name=f"{role}_sampler",
+        )(sampler_inputs, mask=mask)
+        selections.append(selection)
+        log_prob = log_prob + role_log_prob
+    heads, dependents = selections
+    if select_all is not None:
+        # The soft-only phase: every real token is a head and a dependent.
+        everything = ops.greater(ops.expand_dims(select_all, -1), 0.5)
+        heads = ops.where(everything, mask, heads)
+        dependents = ops.where(everything, mask, dependents)
+    outputs = []
+    for direction in ("forward", "backward"):
+        x = keras.layers.Dropout(
+            dropout,
+            seed=sub_seed(seed, f"{direction}_dropout"),
+            name=f"{direction}_dropout",
+        )(embedded)
+        x = keras.layers.Dense(
+            hidden_dim, activation="elu", name=f"{direction}_projection"
+        )(x)
+        outputs.append(
+            ReinforcedSelfAttention(
+                direction=direction,
+                capacity=capacity,
+                use_samplers=False,
+                name=f"{direction}_attention",
+            )(x, mask=mask, heads=heads, dependents=dependents)
+        )
+    return outputs, log_prob, selection_percentage(heads, dependents, mask)
+
+
+def _release_0_1_directions(
+    embedded, mask, hidden_dim, capacity, dropout, seed
+):
+    # Release 0.1: one shared projection, and a head and a dependent
+    # sampler of its own in each direction (four in all).
     x = keras.layers.Dense(
         hidden_dim, activation="elu", name="input_projection"
+    )(embedded)
+    x = keras.layers.Dropout(
+        dropout, seed=sub_seed(seed, "input_dropout"), name="input_dropout"
     )(x)
-    x = keras.layers.Dropout(dropout, seed=seed, name="input_dropout")(x)
-    outputs, log_prob, selected = [], 0.0, 0.0
-    for i, direction in enumerate(("forward", "backward")):
+    outputs, log_prob, percentage = [], 0.0, 0.0
+    for direction in ("forward", "backward"):
         out, heads, dependents, layer_log_prob = ReinforcedSelfAttention(
             direction=direction,
             capacity=capacity,
-            seed=None if seed is None else seed + 2 * i,
+            seed=sub_seed(seed, f"{direction}_attention"),
+            empty_context="mean",
+            sampler_activation="relu",
             name=f"{direction}_attention",
         )(x, mask=mask, return_selections=True)
         outputs.append(out)
         log_prob = log_prob + layer_log_prob
-        selected = selected + _count(heads) + _count(dependents)
-    sequence = ops.concatenate(outputs, axis=-1)  # (B, T, 2H)
-    sentence = Source2TokenAttention(name="pooling")(sequence, mask=mask)
+        percentage = percentage + selection_percentage(heads, dependents, mask)
+    return outputs, log_prob, 0.5 * percentage
+
+
+def selection_percentage(heads, dependents, mask):
+    """The authors' selection percentage of each sentence `(B,)`.
+
+    ```
+    percentage = (sum(heads) / sum(mask)) * (sum(dependents) / sum(mask))
+    ```
+
+    The fraction of the real token pairs `(t, s)` whose head `t` and
+    dependent `s` are both selected: the sparsity term of ReSAN's reward.
+    An all-padding row gives `0`.
+
+    Args:
+        heads: boolean `(B, T)`.
+        dependents: boolean `(B, T)`.
+        mask: boolean `(B, T)`, `True` = real token.
+
+    Returns:
+        A float32 tensor `(B,)`.
+    """
     real = ops.maximum(_count(mask), 1.0)
-    rate = selected / (4.0 * real)
-    return keras.Model(
-        ids,
-        {"sentence": sentence, "log_prob": log_prob, "selection_rate": rate},
-        name=name,
-    )
+    heads = ops.logical_and(heads, mask)
+    dependents = ops.logical_and(dependents, mask)
+    return (_count(heads) / real) * (_count(dependents) / real)
 
 
 def relatedness_target(scores, num_classes=5):
@@ -183,6 +345,9 @@ _CONFIG_KEYS = (
     "trainable_embeddings",
     "reward_weight",
     "sparsity_penalty",
+    "variant",
+    "soft_only_steps",
+    "sampler_only_steps",
     "seed",
 )
 
@@ -190,119 +355,287 @@ _CONFIG_KEYS = (
 class _ReinforcedPairModel(keras.Model):
     """Shared training logic: supervised loss plus REINFORCE.
 
-    The model's outputs are the task outputs only. A second functional
-    graph over the same layers also returns the samplers' `log_prob` and
-    `selection_rate`; `call` runs that graph and keeps those two tensors
-    for `compute_loss` of the same step, which adds, in training,
+    The model's outputs hold the task outputs and, for each of the two
+    sentences, the samplers' `log_prob` `(B, 2)` and the selection
+    percentage `(B, 2)` of the same forward pass; `compute_loss` receives
+    them as `y_pred` and adds, in training, the authors' REINFORCE loss:
 
     ```
-    reward = task_reward(y, probabilities) - sparsity_penalty * rate
-    baseline_i = mean of the other examples' rewards (leave-one-out)
-    loss += reward_weight * -mean(stop_gradient(reward - baseline) * log_prob)
+    cost_i = the example's task cost (cross-entropy, or 0.5 (s_hat - y)^2)
+    reward_ij = -(cost_i + sparsity_penalty * percentage_ij)   # sentence j
+    baseline_ij = mean of the other examples' rewards (leave-one-out)
+    loss += reward_weight
+            * -mean_i(sum_j stop_gradient(reward_ij - baseline_ij)
+                      * log_prob_ij)
     ```
 
-    Only the samplers depend on `log_prob`, so only they learn from it.
-    Keras calls `compute_loss` right after `call` inside the traced training
-    step on tensorflow, jax and torch, so the kept tensors belong to the
-    same forward pass (the same sampled selections).
+    The samplers read their inputs through `stop_gradient`, and the
+    selections are discrete, so the REINFORCE term reaches the samplers'
+    variables only, and the task loss reaches every variable but theirs:
+    the split of the authors' two optimizers (`hard_network` with the RL
+    loss, the rest with the task loss), with one optimizer.
     """
-
-    def _add_policy_graph(self, inputs, outputs, log_prob, selection_rate):
-        # Not tracked as a sublayer: it shares every layer with `self`.
-        self._policy_graph = _Hidden(
-            keras.Model(inputs, [outputs, log_prob, selection_rate])
-        )
-        self._policy_tensors = _Hidden(None)
 
     def _remember(self, encoder, arguments):
         # A public attribute per constructor argument, as in `get_config`.
         self.encoder = encoder
         self.embedding_dim = encoder.get_layer("word_embedding").output_dim
-        for name in _CONFIG_KEYS:
+        for name in self._config_keys():
             if name not in ("name", "embedding_dim"):
                 setattr(self, name, arguments[name])
         self.reward_weight = float(self.reward_weight)
         self.sparsity_penalty = float(self.sparsity_penalty)
 
-    def call(self, inputs, training=None, mask=None):
-        outputs, log_prob, rate = self._policy_graph.value(
-            inputs, training=training
-        )
-        self._policy_tensors = _Hidden((log_prob, rate))
-        return outputs
+    @classmethod
+    def _config_keys(cls):
+        return _CONFIG_KEYS
 
     def compute_loss(
         self, x=None, y=None, y_pred=None, sample_weight=None, training=True
     ):
-        probabilities = _probabilities(y_pred)
-        loss = super().compute_loss(
-            x=x,
-            y=y,
-            y_pred=probabilities,
-            sample_weight=sample_weight,
-            training=training,
-        )
+        cost = self.task_cost(y, y_pred)  # (B,)
+        if self.loss is None:
+            # No compiled loss: the model's own task loss, and the layers'
+            # added losses, if any.
+            loss = scale_for_replicas(ops.mean(cost))
+            for extra in self.losses:
+                loss = loss + ops.cast(extra, "float32")
+        else:
+            loss = super().compute_loss(
+                x=x,
+                y=y,
+                y_pred=y_pred["probabilities"],
+                sample_weight=sample_weight,
+                training=training,
+            )
+        task_weight = policy_weight = 1.0
+        if training and "training_phase" in y_pred:
+            # The schedule's weights of this step (the same in every row).
+            task_weight = y_pred["training_phase"][0, 1]
+            policy_weight = y_pred["training_phase"][0, 2]
+            loss = task_weight * loss
         if not training or self.reward_weight == 0.0:
             return loss
-        log_prob, rate = self._policy_tensors.value
-        reward = self.task_reward(y, probabilities)
-        reward = reward - self.sparsity_penalty * rate
+        reward = policy_reward(
+            cost, y_pred["selection_percentage"], self.sparsity_penalty
+        )
         # A mean over the local batch: divided by the replicas in sync, as
         # Keras does for compiled losses, since their gradients are summed.
-        return loss + self.reward_weight * scale_for_replicas(
-            policy_gradient_loss(reward, log_prob)
+        return loss + (
+            policy_weight
+            * self.reward_weight
+            * scale_for_replicas(
+                policy_gradient_loss(reward, y_pred["log_prob"])
+            )
         )
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         return super().compute_metrics(
-            x, y, _probabilities(y_pred), sample_weight
+            x, y, y_pred["probabilities"], sample_weight
         )
 
-    def policy_outputs(self, inputs, training=False):
-        """`(outputs, log_prob, selection_rate)` of one forward pass."""
-        return self._policy_graph.value(inputs, training=training)
-
-    @property
-    def policy_model(self):
-        """A model sharing these weights that also returns `log_prob` and
-        `selection_rate`; use its `predict` for batched inference."""
-        return self._policy_graph.value
-
     def get_config(self):
-        return {name: getattr(self, name) for name in _CONFIG_KEYS}
+        return {name: getattr(self, name) for name in self._config_keys()}
 
     @classmethod
     def from_config(cls, config):
-        return cls(**config)
+        # Files saved by release 0.1 have no `variant`: its encoder.
+        return cls(**{"variant": "release_0_1", **config})
 
 
-class _Hidden:
-    """Holds a value out of sight of Keras's attribute tracking."""
+@keras.saving.register_keras_serializable(package="keras_attention")
+class TrainingSchedule(keras.layers.Layer):
+    """The ReSAN training phases, from a step counter saved with the model.
 
-    def __init__(self, value):
-        self.value = value
+    ```
+    step < soft_only_steps:                      soft network alone, every
+                                                 real token selected
+    soft_only_steps <= step
+      < soft_only_steps + sampler_only_steps:    samplers alone
+    later:                                       both
+    ```
+
+    Its `step` variable counts the training forward passes (one per
+    optimizer step under `fit`) and is saved with the weights and backups,
+    so an interrupted run resumes in the same phase at the same step.
+
+    Args:
+        soft_only_steps: int. Defaults to `0`.
+        sampler_only_steps: int. Defaults to `0`.
+
+    Call arguments:
+        inputs: any tensor `(B, ...)`; only its batch size is read.
+        training: bool. Outside training every weight is `1` and nothing
+            is selected by force.
+
+    Returns:
+        A float32 tensor `(B, 3)`: `select_all`, `task_weight` and
+        `policy_weight` of the step, repeated over the batch.
+    """
+
+    def __init__(self, soft_only_steps=0, sampler_only_steps=0, **kwargs):
+        super().__init__(**kwargs)
+        self.soft_only_steps = soft_only_steps
+        self.sampler_only_steps = sampler_only_steps
+
+    def build(self, inputs_shape):
+        self.step = self.add_weight(
+            shape=(),
+            dtype="int32",
+            initializer="zeros",
+            trainable=False,
+            aggregation="only_first_replica",
+            name="step",
+        )
+        self.built = True
+
+    def call(self, inputs, training=None):
+        if not training:
+            weights = ops.convert_to_tensor([0.0, 1.0, 1.0], "float32")
+        else:
+            # Assign, then read: a read before the assign aliases the
+            # variable on some backends (torch) and would see the new value.
+            self.step.assign(self.step + 1)
+            step = ops.convert_to_tensor(self.step) - 1
+            soft = ops.less(step, self.soft_only_steps)
+            samplers = ops.logical_and(
+                ops.logical_not(soft),
+                ops.less(step, self.soft_only_steps + self.sampler_only_steps),
+            )
+            weights = ops.cast(
+                ops.stack(
+                    [soft, ops.logical_not(samplers), ops.logical_not(soft)]
+                ),
+                "float32",
+            )
+        return ops.broadcast_to(weights, (ops.shape(inputs)[0], 3))
+
+    def compute_output_shape(self, inputs_shape):
+        return (inputs_shape[0], 3)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "soft_only_steps": self.soft_only_steps,
+                "sampler_only_steps": self.sampler_only_steps,
+            }
+        )
+        return config
 
 
-def _probabilities(y_pred):
-    return y_pred["probabilities"] if isinstance(y_pred, dict) else y_pred
+def _encode_pair(arguments, first, second):
+    """Encodes both sentences with one encoder; returns the encoder, both
+    outputs and the schedule tensor `(B, 3)` (`None` for release 0.1)."""
+    variant = arguments["variant"]
+    initializer, embedding_dim = _checked_encoder_arguments(
+        arguments["vocabulary_size"],
+        arguments["embeddings"],
+        arguments["embedding_dim"],
+        arguments["hidden_dim"],
+        arguments["dropout"],
+        variant,
+    )
+    steps = arguments["soft_only_steps"], arguments["sampler_only_steps"]
+    for name, value in zip(("soft_only_steps", "sampler_only_steps"), steps):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(
+                f"Argument `{name}` must be a non-negative integer. "
+                f"Received: {name}={value!r}"
+            )
+    if variant == "release_0_1" and any(steps):
+        raise ValueError(
+            "The training schedule needs `variant='authors'`. Received: "
+            f"variant='release_0_1', soft_only_steps={steps[0]}, "
+            f"sampler_only_steps={steps[1]}"
+        )
+    # The authors' encoder takes the soft-only phase's "select all" flag
+    # as a second input.
+    scheduled = variant == "authors"
+    encoder = _build_encoder(
+        arguments["vocabulary_size"],
+        initializer,
+        embedding_dim,
+        arguments["hidden_dim"],
+        arguments["capacity"],
+        arguments["dropout"],
+        arguments["trainable_embeddings"],
+        arguments["seed"],
+        variant,
+        "resan_encoder",
+        select_all_input=scheduled,
+    )
+    if not scheduled:
+        return encoder, encoder(first), encoder(second), None
+    schedule = TrainingSchedule(*steps, name="training_schedule")(first)
+    select_all = schedule[:, 0]
+    return (
+        encoder,
+        encoder([first, select_all]),
+        encoder([second, select_all]),
+        schedule,
+    )
+
+
+def _pair_outputs(first, second, schedule=None, **task_outputs):
+    # Per sentence, in columns: (B, 2).
+    if schedule is not None:
+        task_outputs["training_phase"] = schedule
+    return {
+        **task_outputs,
+        "log_prob": ops.stack([first["log_prob"], second["log_prob"]], 1),
+        "selection_percentage": ops.stack(
+            [first["selection_percentage"], second["selection_percentage"]],
+            axis=1,
+        ),
+    }
+
+
+def policy_reward(cost, percentage, sparsity_penalty):
+    """The authors' reward of each sentence `(B, 2)`.
+
+    ```
+    reward[i, j] = -(cost[i] + sparsity_penalty * percentage[i, j])
+    ```
+
+    Args:
+        cost: `(B,)` task cost of each example.
+        percentage: `(B, 2)` selection percentage of each sentence
+            (`selection_percentage`).
+        sparsity_penalty: float. `lambda`.
+
+    Returns:
+        A float32 tensor `(B, 2)`, without gradient.
+    """
+    cost = ops.cast(cost, "float32")
+    percentage = ops.cast(percentage, "float32")
+    reward = -(ops.expand_dims(cost, -1) + sparsity_penalty * percentage)
+    return ops.stop_gradient(reward)
 
 
 def policy_gradient_loss(reward, log_prob):
     """REINFORCE surrogate with a leave-one-out batch-mean baseline.
 
-    Its gradient is `-mean((r_i - b_i) * grad log_prob_i)`, the policy
-    gradient estimate; `b_i` is the mean reward of the other examples of
-    the batch, which needs no state and so behaves the same on every
-    backend. Under `tf.distribute` the baseline covers the global batch
-    (the rewards are summed over the replicas), so it does not depend on
-    the number of devices.
+    `reward` and `log_prob` are `(B,)` or `(B, J)` (one column per
+    sentence). The gradient is `-mean_i(sum_j (r_ij - b_ij) grad
+    log_prob_ij)`, the policy gradient estimate; `b_ij` is the mean reward
+    of column `j` over the other examples of the batch, which needs no
+    state and so behaves the same on every backend (the authors use no
+    baseline; see docs/resan.md). Under `tf.distribute` the baseline covers
+    the global batch (the rewards are summed over the replicas), so it does
+    not depend on the number of devices.
     """
     reward = ops.stop_gradient(ops.cast(reward, "float32"))
+    log_prob = ops.cast(log_prob, "float32")
+    if len(reward.shape) == 1:
+        reward, log_prob = reward[:, None], log_prob[:, None]
     count = ops.cast(ops.shape(reward)[0], "float32")
-    total = replica_sum(ops.stack([ops.sum(reward), count]))
-    baseline = (total[0] - reward) / ops.maximum(total[1] - 1.0, 1.0)
+    total = replica_sum(
+        ops.concatenate([ops.sum(reward, axis=0), ops.stack([count])], 0)
+    )
+    baseline = (total[:-1] - reward) / ops.maximum(total[-1] - 1.0, 1.0)
     advantage = reward - baseline
-    return -ops.mean(advantage * ops.cast(log_prob, "float32"))
+    return -ops.mean(ops.sum(advantage * log_prob, axis=-1))
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -318,9 +651,11 @@ class ReSANClassifier(_ReinforcedPairModel):
     ```
 
     Training with `fit`: compile with a sparse categorical loss on the
-    class ids. In training, `compute_loss` adds the REINFORCE loss of the
-    token samplers, with reward 1 for a correct prediction and 0 otherwise,
-    minus `sparsity_penalty` times the selection rate.
+    class ids (or with no loss: the model then uses its own cross-entropy).
+    In training, `compute_loss` adds the REINFORCE loss of the token
+    samplers with the authors' reward of each sentence: minus the
+    example's cross-entropy, minus `sparsity_penalty` times the sentence's
+    selection percentage (see `_ReinforcedPairModel`).
 
     Masking: id 0 is padding, on both inputs.
 
@@ -337,24 +672,32 @@ class ReSANClassifier(_ReinforcedPairModel):
         trainable_embeddings: bool. Defaults to `False`.
         reward_weight: float. Weight of the policy-gradient loss; `0`
             leaves the samplers untrained. Defaults to `1.0`.
-        sparsity_penalty: float. Reward lost per unit of selection rate.
-            Defaults to `0.0`.
+        sparsity_penalty: float. `lambda`, the reward lost per unit of
+            selection percentage. Defaults to `0.02` (the authors' SNLI
+            value).
+        variant: the encoder, `"authors"` or `"release_0_1"` (see
+            `resan_encoder`). Defaults to `"authors"`; files saved by
+            release 0.1 load as `"release_0_1"`.
+        soft_only_steps: int. Training steps of the soft network alone,
+            every real token selected (`TrainingSchedule`). Defaults to `0`.
+        sampler_only_steps: int. Then steps of the samplers alone.
+            Defaults to `0`.
         seed: int. Defaults to `None`.
 
     Returns:
-        Called on `{"premise": (B, T), "hypothesis": (B, S)}` int ids, the
-        class probabilities `(B, C)` in float32. `policy_outputs(inputs)`
-        also returns the samplers' `log_prob` `(B,)` and `selection_rate`
-        `(B,)` of the same forward pass.
+        Called on `{"premise": (B, T), "hypothesis": (B, S)}` int ids, a
+        dict: `"probabilities"` `(B, C)` float32, and the samplers'
+        `"log_prob"` `(B, 2)` and `"selection_percentage"` `(B, 2)` of
+        premise and hypothesis.
 
     Example:
 
     >>> model = ReSANClassifier(vocabulary_size=30, embedding_dim=6,
     ...                         hidden_dim=4, seed=0)
-    >>> probabilities = model({"premise": np.array([[3, 4, 0]]),
-    ...                        "hypothesis": np.array([[5, 6]])})
-    >>> keras.ops.shape(probabilities)
-    (1, 3)
+    >>> out = model({"premise": np.array([[3, 4, 0]]),
+    ...              "hypothesis": np.array([[5, 6]])})
+    >>> keras.ops.shape(out["probabilities"]), keras.ops.shape(out["log_prob"])
+    ((1, 3), (1, 2))
 
     References:
         - [Shen et al., 2018, ReSAN](https://arxiv.org/abs/1801.10296),
@@ -372,45 +715,38 @@ class ReSANClassifier(_ReinforcedPairModel):
         dropout=0.1,
         trainable_embeddings=False,
         reward_weight=1.0,
-        sparsity_penalty=0.0,
+        sparsity_penalty=0.02,
+        variant="authors",
+        soft_only_steps=0,
+        sampler_only_steps=0,
         seed=None,
         **kwargs,
     ):
         check_positive_int("num_classes", num_classes)
-        encoder = resan_encoder(
-            vocabulary_size,
-            embeddings=embeddings,
-            embedding_dim=embedding_dim,
-            hidden_dim=hidden_dim,
-            capacity=capacity,
-            dropout=dropout,
-            trainable_embeddings=trainable_embeddings,
-            seed=seed,
-        )
         premise = keras.Input((None,), dtype="int32", name="premise")
         hypothesis = keras.Input((None,), dtype="int32", name="hypothesis")
-        p, h = encoder(premise), encoder(hypothesis)
+        encoder, p, h, schedule = _encode_pair(locals(), premise, hypothesis)
         s_p, s_h = p["sentence"], h["sentence"]
         features = ops.concatenate([s_p, s_h, s_p - s_h, s_p * s_h], axis=-1)
-        probabilities = _mlp_head(features, hidden_dim, num_classes, dropout)
-        inputs = {"premise": premise, "hypothesis": hypothesis}
-        super().__init__(
-            inputs=inputs,
-            outputs=probabilities,
-            **{"name": "resan_classifier", **kwargs},
+        probabilities = _mlp_head(
+            features, hidden_dim, num_classes, dropout, seed=seed
         )
-        self._add_policy_graph(
-            inputs,
-            probabilities,
-            p["log_prob"] + h["log_prob"],
-            0.5 * (p["selection_rate"] + h["selection_rate"]),
+        super().__init__(
+            inputs={"premise": premise, "hypothesis": hypothesis},
+            outputs=_pair_outputs(p, h, schedule, probabilities=probabilities),
+            **{"name": "resan_classifier", **kwargs},
         )
         self._remember(encoder, locals())
 
-    def task_reward(self, y, probabilities):
+    def task_cost(self, y, y_pred):
+        """Cross-entropy of each example `(B,)`."""
         y = ops.reshape(ops.cast(y, "int32"), (-1,))
-        predicted = ops.cast(ops.argmax(probabilities, axis=-1), "int32")
-        return ops.cast(ops.equal(predicted, y), "float32")
+        probabilities = ops.cast(y_pred["probabilities"], "float32")
+        picked = ops.take_along_axis(probabilities, y[:, None], axis=-1)
+        return -ops.log(ops.clip(picked[:, 0], 1e-7, 1.0))
+
+
+OBJECTIVES = ("mse", "kl")
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -422,13 +758,18 @@ class ReSANRelatedness(_ReinforcedPairModel):
     features = [s_1 * s_2; |s_1 - s_2|]                      # (B, 4H)
     probabilities = softmax(W2 sigmoid(W1 features + b1) + b2)   # (B, K)
     score = sum_k k * probabilities[k]                       # (B,)
+    cost = 0.5 * (score - y)^2               # objective="mse" (default)
+    cost = KL(target(y) || probabilities)    # objective="kl" (Tai et al.)
     ```
 
-    Training with `fit`: the targets are `relatedness_target(scores)`;
-    compile with `keras.losses.KLDivergence()`. In training,
-    `compute_loss` adds the REINFORCE loss of the token samplers with the
-    negative per-pair KL divergence as reward, minus `sparsity_penalty`
-    times the selection rate.
+    Training with `fit`: the targets are the scores `y` `(B,)` (or their
+    `relatedness_target` distributions `(B, K)`, whose expectation is the
+    score); compile with no loss, and the model trains the mean `cost` of
+    its `objective`, as the authors' code does (`use_mse=True` by
+    default). A loss given to `compile` is applied to `"probabilities"`
+    instead. In training, `compute_loss` adds the REINFORCE loss of the
+    token samplers with reward `-(cost + sparsity_penalty * percentage)`
+    for each sentence.
 
     Masking: id 0 is padding, on both inputs.
 
@@ -442,14 +783,24 @@ class ReSANRelatedness(_ReinforcedPairModel):
         dropout: float. Defaults to `0.1`.
         trainable_embeddings: bool. Defaults to `False`.
         reward_weight: float. Defaults to `1.0`.
-        sparsity_penalty: float. Defaults to `0.0`.
+        sparsity_penalty: float. `lambda`. Defaults to `0.006` (the
+            authors' SICK value).
+        objective: `"mse"` (the expected score, `0.5 (score - y)^2`) or
+            `"kl"` (the sparse target of Tai et al.). Defaults to `"mse"`.
+        variant: the encoder, `"authors"` or `"release_0_1"` (see
+            `resan_encoder`). Defaults to `"authors"`; files saved by
+            release 0.1 load as `"release_0_1"`.
+        soft_only_steps: int. Training steps of the soft network alone,
+            every real token selected (`TrainingSchedule`). Defaults to `0`.
+        sampler_only_steps: int. Then steps of the samplers alone.
+            Defaults to `0`.
         seed: int. Defaults to `None`.
 
     Returns:
         Called on `{"sentence_a": (B, T), "sentence_b": (B, S)}` int ids, a
-        dict with `"probabilities"` `(B, K)` and `"score"` `(B,)`.
-        `policy_outputs(inputs)` also returns the samplers' `log_prob`
-        `(B,)` and `selection_rate` `(B,)` of the same forward pass.
+        dict with `"probabilities"` `(B, K)`, `"score"` `(B,)`, and the
+        samplers' `"log_prob"` `(B, 2)` and `"selection_percentage"`
+        `(B, 2)` of the two sentences.
 
     Example:
 
@@ -477,59 +828,93 @@ class ReSANRelatedness(_ReinforcedPairModel):
         dropout=0.1,
         trainable_embeddings=False,
         reward_weight=1.0,
-        sparsity_penalty=0.0,
+        sparsity_penalty=0.006,
+        objective="mse",
+        variant="authors",
+        soft_only_steps=0,
+        sampler_only_steps=0,
         seed=None,
         **kwargs,
     ):
         check_positive_int("num_classes", num_classes)
-        encoder = resan_encoder(
-            vocabulary_size,
-            embeddings=embeddings,
-            embedding_dim=embedding_dim,
-            hidden_dim=hidden_dim,
-            capacity=capacity,
-            dropout=dropout,
-            trainable_embeddings=trainable_embeddings,
-            seed=seed,
-        )
+        check_choice("objective", objective, OBJECTIVES)
         left = keras.Input((None,), dtype="int32", name="sentence_a")
         right = keras.Input((None,), dtype="int32", name="sentence_b")
-        a, b = encoder(left), encoder(right)
+        encoder, a, b, schedule = _encode_pair(locals(), left, right)
         s_1, s_2 = a["sentence"], b["sentence"]
         features = ops.concatenate([s_1 * s_2, ops.abs(s_1 - s_2)], axis=-1)
         probabilities = _mlp_head(
-            features, hidden_dim, num_classes, dropout, activation="sigmoid"
+            features,
+            hidden_dim,
+            num_classes,
+            dropout,
+            activation="sigmoid",
+            seed=seed,
         )
         levels = ops.arange(1, num_classes + 1, dtype="float32")
         score = ops.sum(probabilities * levels, axis=-1)
-        inputs = {"sentence_a": left, "sentence_b": right}
-        outputs = {"probabilities": probabilities, "score": score}
         super().__init__(
-            inputs=inputs,
-            outputs=outputs,
+            inputs={"sentence_a": left, "sentence_b": right},
+            outputs=_pair_outputs(
+                a, b, schedule, probabilities=probabilities, score=score
+            ),
             **{"name": "resan_relatedness", **kwargs},
-        )
-        self._add_policy_graph(
-            inputs,
-            outputs,
-            a["log_prob"] + b["log_prob"],
-            0.5 * (a["selection_rate"] + b["selection_rate"]),
         )
         self._remember(encoder, locals())
 
-    def task_reward(self, y, probabilities):
-        # Negative KL divergence of each pair, KL(y || probabilities).
+    @classmethod
+    def _config_keys(cls):
+        return _CONFIG_KEYS + ("objective",)
+
+    @classmethod
+    def from_config(cls, config):
+        # Files saved by release 0.1 (no `objective`, no `variant`) trained
+        # the KL divergence with release 0.1's encoder.
+        return cls(**{"objective": "kl", "variant": "release_0_1", **config})
+
+    def task_cost(self, y, y_pred):
+        """The `objective`'s cost of each example `(B,)`."""
         y = ops.cast(y, "float32")
+        probabilities = ops.cast(y_pred["probabilities"], "float32")
+        levels = ops.arange(1, self.num_classes + 1, dtype="float32")
+        if len(y.shape) == 2:
+            target, scores = y, ops.sum(y * levels, axis=-1)
+        else:
+            scores = ops.reshape(y, (-1,))
+            target = relatedness_distribution(scores, self.num_classes)
+        if self.objective == "mse":
+            return 0.5 * ops.square(
+                ops.cast(y_pred["score"], "float32") - scores
+            )
+        # KL(target || probabilities), as the authors clip both.
+        target = ops.clip(target, 1e-7, 1.0)
         probabilities = ops.clip(probabilities, 1e-7, 1.0)
-        ratio = ops.log(ops.clip(y, 1e-7, 1.0) / probabilities)
-        return -ops.sum(y * ratio, axis=-1)
+        return ops.sum(target * ops.log(target / probabilities), axis=-1)
 
 
-def _mlp_head(features, hidden_dim, num_classes, dropout, activation="elu"):
+def relatedness_distribution(scores, num_classes=5):
+    """`relatedness_target` as a backend tensor op (no input check)."""
+    scores = ops.cast(scores, "float32")
+    floor = ops.minimum(ops.floor(scores), num_classes - 1.0)
+    levels = ops.arange(1, num_classes + 1, dtype="float32")  # (K,)
+    floor = ops.expand_dims(floor, -1)
+    upper = ops.expand_dims(scores, -1) - floor  # weight of floor + 1
+    return ops.where(
+        ops.equal(levels, floor),
+        1.0 - upper,
+        ops.where(ops.equal(levels, floor + 1.0), upper, 0.0),
+    )
+
+
+def _mlp_head(
+    features, hidden_dim, num_classes, dropout, activation="elu", seed=None
+):
     x = keras.layers.Dense(
         hidden_dim, activation=activation, name="head_hidden"
     )(features)
-    x = keras.layers.Dropout(dropout, name="head_dropout")(x)
+    x = keras.layers.Dropout(
+        dropout, seed=sub_seed(seed, "head_dropout"), name="head_dropout"
+    )(x)
     return keras.layers.Dense(
         num_classes, activation="softmax", dtype="float32", name="head_output"
     )(x)

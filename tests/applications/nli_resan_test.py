@@ -44,4 +44,20 @@ def test_resan_smoke_run_writes_metrics_and_a_loadable_model(tmp_path):
     assert written["test_accuracy"] == pytest.approx(metrics["test_accuracy"])
     model = keras.saving.load_model(tmp_path / "model.keras", safe_mode=True)
     assert isinstance(model, train.MODEL_BUILDERS["resan"])
-    assert tuple(model.output.shape) == (None, 3)
+    assert tuple(model.output["probabilities"].shape) == (None, 3)
+    assert tuple(model.output["selection_percentage"].shape) == (None, 2)
+
+
+def test_resan_schedule_defaults():
+    # Samplers alone for the authors' 5,000 SNLI steps of 128 pairs
+    # (1.16 epochs), after a soft phase of half the run, or none when a
+    # trained model is loaded.
+    train = load_script()
+    config = train.parse_args(["--model", "resan", "--epochs", "10"])
+    epochs = 5000 / (550152 / 128)
+    assert train.resan_schedule(config, 300) == (1500, round(epochs * 300))
+    config = train.parse_args(
+        ["--model", "resan", "--initial-weights", "w.weights.h5"]
+    )
+    assert train.resan_schedule(config, 300)[0] == 0
+    assert config.sparsity_penalty == 0.02

@@ -86,3 +86,21 @@ def test_a_nan_dev_correlation_still_leaves_a_checkpoint(tmp_path, monkeypatch):
     assert saved == [path, path]  # epoch 1 (NaN, the first), epoch 3
     assert tracker.best == 0.2
     assert math.isnan(tracker.history[0]) and len(tracker.history) == 4
+
+
+def test_schedule_defaults_scale_the_authors_steps():
+    # The authors: soft alone to 6,000 of 200 epochs of 4,500 / 128
+    # steps, samplers alone to 6,500; here as fractions of epochs * steps
+    # per epoch.
+    train = load_script()
+    config = train.parse_args(["--epochs", "20"])
+    authors = 200 * 4500 / 128
+    assert train.resan_schedule(config, 180) == (
+        round(6000 / authors * 3600),
+        round(500 / authors * 3600),
+    )
+    config = train.parse_args(
+        ["--soft-only-steps", "7", "--sampler-only-steps", "0"]
+    )
+    assert train.resan_schedule(config, 180) == (7, 0)
+    assert config.objective == "mse" and config.sparsity_penalty == 0.006

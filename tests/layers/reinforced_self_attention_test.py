@@ -17,9 +17,18 @@ SAMPLERS = tuple(
 )
 
 
-def numpy_reinforced_self_attention(x, mask, heads, deps, weights, direction):
+def numpy_reinforced_self_attention(
+    x, mask, heads, deps, weights, direction, rule="authors"
+):
     """Float64 reference given the selections; weights in layer order
-    after the samplers: Wq, Wk, bk, Wf, bf."""
+    after the samplers: Wq, Wk, bk, Wf, bf.
+
+    `rule="authors"` follows the authors' released code (resan/resa.py):
+    a selected head with no allowed dependent gets a zero context (its
+    masked softmax is zeroed), and an unselected token the mean over the
+    other real tokens (their pooling mask `t != s`). `rule="mean"`: both
+    get the mean of all real tokens (release 0.1).
+    """
     wq, wk, bk, wf, bf = (np.float64(w) for w in weights)
     n = x.shape[1]
     t, s = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
@@ -36,9 +45,46 @@ def numpy_reinforced_self_attention(x, mask, heads, deps, weights, direction):
     mean = (x * m).sum(1, keepdims=True) / np.maximum(
         m.sum(1, keepdims=True), 1
     )
-    context = np.where(allowed.any(-1)[..., None], context, mean)
+    if rule == "mean":
+        context = np.where(allowed.any(-1)[..., None], context, mean)
+    else:
+        others = np.zeros_like(x)
+        for b in range(x.shape[0]):
+            for t in range(n):
+                pool = mask[b] & (np.arange(n) != t)
+                if pool.any():
+                    others[b, t] = x[b, pool].mean(0)
+        context = np.where(heads[..., None], context, others)
     gate = 1 / (1 + np.exp(-(np.concatenate([x, context], -1) @ wf + bf)))
     return gate * x + (1 - gate) * context
+
+
+def gradient_of(function, x):
+    """d sum(function(x)) / dx on the current backend, as NumPy."""
+    import keras
+
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        x = tf.constant(x)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            value = tf.reduce_sum(function(x))
+        zero = tf.UnconnectedGradients.ZERO
+        return tape.gradient(value, x, unconnected_gradients=zero).numpy()
+    if backend == "jax":
+        import jax
+
+        return np.asarray(jax.grad(lambda v: function(v).sum())(x))
+    import torch
+
+    x = torch.tensor(x, requires_grad=True)
+    value = function(x).sum()
+    if value.requires_grad:
+        value.backward()
+    # No path from x: no gradient was written.
+    return np.zeros(x.shape) if x.grad is None else x.grad.numpy()
 
 
 def lengths_mask(lengths, length):
@@ -74,26 +120,40 @@ class ReinforcedSelfAttentionTest(LayerTestCase):
     def test_matches_numpy_reference(self):
         x = RNG.normal(size=(3, 7, 4))
         mask = lengths_mask([7, 4, 1], 7)
-        for direction in ("forward", None):
-            for training in (False, True):
-                layer = layers.ReinforcedSelfAttention(
-                    direction=direction, threshold=0.4, seed=1
-                )
-                out, heads, deps, _ = layer(
-                    x.astype("float32"),
-                    mask=mask,
-                    training=training,
-                    return_selections=True,
-                )
-                heads, deps = to_numpy(heads) > 0, to_numpy(deps) > 0
-                assert not (heads | deps)[~mask].any()
-                expected = numpy_reinforced_self_attention(
-                    x, mask, heads, deps, attention_weights(layer), direction
-                )
-                real = mask[..., None]
-                np.testing.assert_allclose(
-                    to_numpy(out) * real, expected * real, atol=1e-5
-                )
+        for direction, training, rule in (
+            ("forward", False, "authors"),
+            ("forward", True, "authors"),
+            (None, True, "authors"),
+            ("backward", True, "mean"),
+            (None, False, "mean"),
+        ):
+            layer = layers.ReinforcedSelfAttention(
+                direction=direction,
+                threshold=0.4,
+                seed=1,
+                empty_context=rule,
+            )
+            out, heads, deps, _ = layer(
+                x.astype("float32"),
+                mask=mask,
+                training=training,
+                return_selections=True,
+            )
+            heads, deps = to_numpy(heads) > 0, to_numpy(deps) > 0
+            assert not (heads | deps)[~mask].any()
+            expected = numpy_reinforced_self_attention(
+                x,
+                mask,
+                heads,
+                deps,
+                attention_weights(layer),
+                direction,
+                rule,
+            )
+            real = mask[..., None]
+            np.testing.assert_allclose(
+                to_numpy(out) * real, expected * real, atol=1e-5
+            )
 
     def test_capacity_gathers_the_same_result(self):
         x = RNG.normal(size=(2, 8, 4)).astype("float32")
@@ -127,6 +187,7 @@ class ReinforcedSelfAttentionTest(LayerTestCase):
                 threshold=0.9,
                 use_fusion_gate=False,
                 kernel_initializer="zeros",
+                empty_context="mean",
                 dtype=policy,
             )
             out, heads, _, log_prob = layer(
@@ -144,6 +205,52 @@ class ReinforcedSelfAttentionTest(LayerTestCase):
                 atol=0.1,
             )
             np.testing.assert_array_equal(out[2], 0.0)
+
+    def test_authors_corner_rules(self):
+        # Every token a head and a dependent, forward: the first token is a
+        # head with nothing before it (zero context); with nothing
+        # selected, every token takes the mean of the other real tokens.
+        x = RNG.normal(size=(2, 4, 3)).astype("float32")
+        mask = lengths_mask([4, 3], 4)
+        for threshold, expected_first in ((0.01, "zero"), (0.99, "others")):
+            layer = layers.ReinforcedSelfAttention(
+                direction="forward",
+                threshold=threshold,
+                use_fusion_gate=False,
+                kernel_initializer="zeros",
+            )
+            out, heads, _, _ = layer(x, mask=mask, return_selections=True)
+            out = to_numpy(out)
+            if expected_first == "zero":
+                assert to_numpy(heads)[mask].all()
+                np.testing.assert_array_equal(out[:, 0], 0.0)
+            else:
+                assert not to_numpy(heads).any()
+                np.testing.assert_allclose(
+                    out[1, 0], x[1, 1:3].mean(0), atol=1e-6
+                )
+                np.testing.assert_allclose(
+                    out[0, 2], x[0, [0, 1, 3]].mean(0), atol=1e-6
+                )
+
+    def test_files_without_empty_context_keep_the_mean_rule(self):
+        layer = layers.ReinforcedSelfAttention(direction="forward", seed=2)
+        config = layer.get_config()
+        assert config["empty_context"] == "authors"
+        del config["empty_context"]
+        revived = layers.ReinforcedSelfAttention.from_config(config)
+        assert revived.empty_context == "mean"
+
+    def test_log_prob_sends_no_gradient_upstream(self):
+        x = RNG.normal(size=(2, 5, 4)).astype("float32")
+        layer = layers.ReinforcedSelfAttention(seed=4)
+        upstream = gradient_of(
+            lambda inputs: layer(inputs, return_selections=True)[3],
+            x,
+        )
+        np.testing.assert_array_equal(upstream, 0.0)
+        output = gradient_of(layer, x)
+        assert np.abs(output).max() > 0.0
 
     def test_attention_matrix_is_zero_outside_the_selection(self):
         x = RNG.normal(size=(2, 6, 4)).astype("float32")

@@ -8,7 +8,7 @@ from keras_attention.testing import LayerTestCase
 RNG = np.random.default_rng(21)
 
 
-def numpy_keep_logits(x, mask, weights):
+def numpy_keep_logits(x, mask, weights, activation="elu"):
     """Float64 reference of the sampler's keep logits `(B, T)`."""
     w1, b1, w2, b2 = (np.float64(w) for w in weights)
     m = mask[..., None].astype(float)
@@ -16,9 +16,11 @@ def numpy_keep_logits(x, mask, weights):
         m.sum(1, keepdims=True), 1
     )
     pooled = np.broadcast_to(pooled, x.shape)
-    hidden = np.maximum(
-        np.concatenate([x, pooled, x * pooled], -1) @ w1 + b1, 0
-    )
+    hidden = np.concatenate([x, pooled, x * pooled], -1) @ w1 + b1
+    if activation == "relu":
+        hidden = np.maximum(hidden, 0)
+    else:
+        hidden = np.where(hidden > 0, hidden, np.expm1(np.minimum(hidden, 0)))
     return (hidden @ w2 + b2)[..., 0]
 
 
@@ -76,6 +78,25 @@ class ReinforcedSequenceSamplerTest(LayerTestCase):
         )
         inference, _ = sampler(x.astype("float32"), mask=mask)
         np.testing.assert_array_equal(to_numpy(inference), (logits > 0) & mask)
+
+    def test_release_0_1_files_keep_relu(self):
+        sampler = layers.ReinforcedSequenceSampler(seed=2)
+        config = sampler.get_config()
+        assert config["activation"] == "elu"
+        del config["activation"]
+        old = layers.ReinforcedSequenceSampler.from_config(config)
+        assert old.activation == "relu"
+        x = RNG.normal(size=(2, 5, 4))
+        mask = lengths_mask([5, 2], 5)
+        _, _, probs = old(
+            x.astype("float32"), mask=mask, return_probabilities=True
+        )
+        logits = numpy_keep_logits(
+            x, mask, [to_numpy(w) for w in old.weights], activation="relu"
+        )
+        np.testing.assert_allclose(
+            to_numpy(probs), 1 / (1 + np.exp(-logits)), atol=1e-5
+        )
 
     def test_inference_is_deterministic_and_training_samples(self):
         sampler = layers.ReinforcedSequenceSampler(seed=7)

@@ -29,8 +29,161 @@ def sampler_weights(model):
 
 def selection_rate(model, x):
     # Inference rule (keep probability > 0.5), through a compiled predict.
-    _, _, rate = model.policy_model.predict(x, verbose=0)
-    return float(np.mean(rate))
+    return float(np.mean(model.predict(x, verbose=0)["selection_percentage"]))
+
+
+def gradients(model, loss_of_outputs, x):
+    """d loss / d every trainable variable of `model`, on this backend.
+
+    `loss_of_outputs` maps the model's training-mode outputs to a scalar.
+    """
+    backend = keras.backend.backend()
+    variables = model.trainable_variables
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        with tf.GradientTape() as tape:
+            loss = loss_of_outputs(model(x, training=True))
+        grads = tape.gradient(loss, variables)
+    elif backend == "jax":
+        import jax
+
+        values = [v.value for v in variables]
+        others = [v.value for v in model.non_trainable_variables]
+
+        def loss_fn(trainable):
+            outputs, _ = model.stateless_call(
+                trainable, others, x, training=True
+            )
+            return loss_of_outputs(outputs)
+
+        grads = jax.grad(loss_fn)(values)
+    else:
+        for v in variables:
+            v.value.grad = None
+        loss_of_outputs(model(x, training=True)).backward()
+        grads = [v.value.grad for v in variables]
+    return {
+        v.path: np.zeros(v.shape)
+        if g is None
+        else np.asarray(ops.convert_to_numpy(g))
+        for v, g in zip(variables, grads)
+    }
+
+
+@pytest.mark.parametrize("variant,count", [("authors", 8), ("release_0_1", 16)])
+def test_policy_gradient_reaches_exactly_the_samplers(variant, count):
+    # Trainable embeddings: the samplers' inputs come from trainable
+    # layers (embedding, input projection), which must get no policy
+    # gradient; the task loss must give the samplers none either.
+    x, y = pair_data(n=8)
+    model = classifier(trainable_embeddings=True, dropout=0.0, variant=variant)
+    cost = ops.convert_to_tensor(RNG.uniform(size=(8,)).astype("float32"))
+
+    def policy_loss(outputs):
+        reward = models.resan.policy_reward(
+            cost, outputs["selection_percentage"], 0.02
+        )
+        return models.resan.policy_gradient_loss(reward, outputs["log_prob"])
+
+    def task_loss(outputs):
+        return ops.mean(model.task_cost(y, outputs))
+
+    policy = gradients(model, policy_loss, x)
+    task = gradients(model, task_loss, x)
+    samplers = [path for path in policy if "sampler" in path]
+    others = [path for path in policy if "sampler" not in path]
+    assert len(samplers) == count and len(others) > 10
+    for path in others:
+        np.testing.assert_array_equal(policy[path], 0.0, err_msg=path)
+    for path in samplers:
+        assert np.abs(policy[path]).max() > 0.0, path
+        np.testing.assert_array_equal(task[path], 0.0, err_msg=path)
+    assert max(np.abs(task[path]).max() for path in others) > 0.0
+    (embedding,) = [path for path in task if "word_embedding" in path]
+    assert np.abs(task[embedding]).max() > 0.0
+
+
+def numpy_percentage(heads, dependents, mask):
+    real = np.maximum(mask.sum(-1), 1)
+    return ((heads & mask).sum(-1) / real) * (
+        (dependents & mask).sum(-1) / real
+    )
+
+
+def test_reward_and_percentage_match_numpy():
+    mask = np.arange(6)[None] < np.array([[6], [3], [1], [0]])
+    heads = RNG.uniform(size=(4, 6)) < 0.5
+    dependents = RNG.uniform(size=(4, 6)) < 0.7
+    percentage = models.resan.selection_percentage(
+        ops.convert_to_tensor(heads),
+        ops.convert_to_tensor(dependents),
+        ops.convert_to_tensor(mask),
+    )
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(percentage),
+        numpy_percentage(heads, dependents, mask),
+        atol=1e-6,
+    )
+    cost = RNG.uniform(size=(4,))
+    pct = RNG.uniform(size=(4, 2))
+    reward = models.resan.policy_reward(cost, pct, 0.006)
+    expected = -(cost[:, None] + 0.006 * pct)
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(reward), expected, atol=1e-6
+    )
+    log_prob = RNG.normal(size=(4, 2))
+    loss = models.resan.policy_gradient_loss(reward, log_prob)
+    baseline = (expected.sum(0) - expected) / 3.0
+    expected_loss = -np.mean(((expected - baseline) * log_prob).sum(-1))
+    np.testing.assert_allclose(
+        float(ops.convert_to_numpy(loss)), expected_loss, rtol=1e-5
+    )
+
+
+def test_task_costs_match_numpy():
+    x, labels = pair_data(n=6)
+    nli = classifier()
+    out = nli(x)
+    p = np.asarray(ops.convert_to_numpy(out["probabilities"]), "float64")
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(nli.task_cost(labels, out)),
+        -np.log(p[np.arange(6), labels]),
+        rtol=1e-5,
+    )
+    pairs = {"sentence_a": x["premise"], "sentence_b": x["hypothesis"]}
+    scores = RNG.uniform(1, 5, size=(6,)).astype("float32")
+    for objective in ("mse", "kl"):
+        model = models.ReSANRelatedness(
+            vocabulary_size=40,
+            embedding_dim=8,
+            hidden_dim=6,
+            objective=objective,
+            seed=2,
+        )
+        out = model(pairs)
+        p = np.asarray(ops.convert_to_numpy(out["probabilities"]), "float64")
+        s_hat = p @ np.arange(1, 6)
+        target = np.clip(models.relatedness_target(scores), 1e-7, 1)
+        expected = {
+            "mse": 0.5 * (s_hat - scores) ** 2,
+            "kl": (target * np.log(target / np.clip(p, 1e-7, 1))).sum(-1),
+        }[objective]
+        for y in (scores, models.relatedness_target(scores)):
+            np.testing.assert_allclose(
+                ops.convert_to_numpy(model.task_cost(y, out)),
+                expected,
+                rtol=1e-4,
+                atol=1e-6,
+            )
+
+
+def test_relatedness_files_without_objective_keep_the_kl_loss():
+    model = models.ReSANRelatedness(vocabulary_size=20, embedding_dim=4)
+    config = model.get_config()
+    assert config["objective"] == "mse" and config["sparsity_penalty"] == 0.006
+    del config["objective"]
+    assert models.ReSANRelatedness.from_config(config).objective == "kl"
 
 
 def classifier(**kwargs):
@@ -57,22 +210,24 @@ def test_fit_trains_samplers_and_sparsity_penalty_lowers_selection():
         np.abs(a - b).max()
         for a, b in zip(sampler_weights(model), before_weights)
     ]
-    assert len(moved) == 16 and min(moved) > 0.0, moved
+    assert len(moved) == 8 and min(moved) > 0.0, moved
     assert after_rate < before_rate - 0.1, (before_rate, after_rate)
 
     # Inference is deterministic; saving and reloading keeps the outputs.
-    first = model.predict(x, verbose=0)
-    second = model.predict(x, verbose=0)
+    first = model.predict(x, verbose=0)["probabilities"]
+    second = model.predict(x, verbose=0)["probabilities"]
     np.testing.assert_array_equal(first, second)
     padded = {k: np.pad(v, [(0, 0), (0, 5)]) for k, v in x.items()}
     np.testing.assert_allclose(
-        model.predict(padded, verbose=0), first, atol=1e-5
+        model.predict(padded, verbose=0)["probabilities"], first, atol=1e-5
     )
     with tempfile.TemporaryDirectory() as directory:
         path = os.path.join(directory, "resan.keras")
         model.save(path)
         revived = keras.saving.load_model(path, safe_mode=True)
-    np.testing.assert_allclose(revived.predict(x, verbose=0), first, atol=1e-5)
+    np.testing.assert_allclose(
+        revived.predict(x, verbose=0)["probabilities"], first, atol=1e-5
+    )
     assert revived.sparsity_penalty == 20.0
 
 
@@ -101,3 +256,73 @@ def test_relatedness_target_has_the_score_as_expectation():
 def test_bad_embeddings_are_rejected():
     with pytest.raises(ValueError, match=r"embeddings with shape \(5, 3\)"):
         models.resan_encoder(vocabulary_size=6, embeddings=np.zeros((5, 3)))
+
+
+def variables_by_group(model):
+    values = {
+        w.path: np.array(ops.convert_to_numpy(w))
+        for w in model.trainable_weights
+    }
+    return values
+
+
+def test_schedule_soft_then_samplers_then_both_and_resumes(tmp_path):
+    # SGD without momentum: a zero gradient leaves a variable unchanged.
+    x, y = pair_data(n=16)
+    model = classifier(soft_only_steps=2, sampler_only_steps=2)
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.1),
+        loss="sparse_categorical_crossentropy",
+    )
+    moved = []
+    for _ in range(5):
+        before = variables_by_group(model)
+        model.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0)
+        after = variables_by_group(model)
+        changed = {p for p in after if np.abs(after[p] - before[p]).max() > 0}
+        moved.append(
+            (
+                any("sampler" in p for p in changed),
+                any("sampler" not in p for p in changed),
+            )
+        )
+    # (samplers moved, soft network moved) at steps 0..4.
+    assert moved == [
+        (False, True),
+        (False, True),
+        (True, False),
+        (True, False),
+        (True, True),
+    ], moved
+    schedule = model.get_layer("training_schedule")
+    assert int(ops.convert_to_numpy(schedule.step)) == 5
+    path = str(tmp_path / "scheduled.keras")
+    model.save(path)
+    revived = keras.saving.load_model(path, safe_mode=True)
+    revived_step = revived.get_layer("training_schedule").step
+    assert int(ops.convert_to_numpy(revived_step)) == 5
+    assert (revived.soft_only_steps, revived.sampler_only_steps) == (2, 2)
+
+
+def test_soft_only_phase_selects_every_real_token():
+    x, _ = pair_data(n=8)
+    model = classifier(soft_only_steps=10)
+    out = model(x, training=True)
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(out["selection_percentage"])[:, 0],
+        (x["premise"] > 0).any(-1).astype("float32"),
+    )
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(out["training_phase"])[0], [1.0, 1.0, 0.0]
+    )
+    inference = model(x)
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(inference["training_phase"])[0], [0.0, 1.0, 1.0]
+    )
+
+
+def test_bad_schedule_is_rejected():
+    with pytest.raises(ValueError, match="Received: soft_only_steps=-1"):
+        classifier(soft_only_steps=-1)
+    with pytest.raises(ValueError, match="variant='release_0_1'"):
+        classifier(variant="release_0_1", sampler_only_steps=3)

@@ -96,3 +96,32 @@ def test_upgrade_refuses_other_files(tmp_path):
     shutil.copyfile(os.path.join(FIXTURES, "outputs.npz"), other)
     with pytest.raises(ValueError, match=r"Received: path=.*model\.h5"):
         saving.upgrade_saved_file(other)
+
+
+def test_resan_models_load_as_the_release_0_1_variant():
+    # Release 0.1's ReSAN files have no `variant`: they load with release
+    # 0.1's encoder (shared projection, four ReLU samplers, the "mean"
+    # corner rule) and give the recorded outputs.
+    recorded = np.load(os.path.join(FIXTURES, "resan_outputs.npz"))
+    classifier = keras.saving.load_model(
+        os.path.join(FIXTURES, "resan_classifier.keras"), safe_mode=True
+    )
+    relatedness = keras.saving.load_model(
+        os.path.join(FIXTURES, "resan_relatedness.keras"), safe_mode=True
+    )
+    assert classifier.variant == relatedness.variant == "release_0_1"
+    assert relatedness.objective == "kl"
+    out = classifier(
+        {"premise": recorded["first"], "hypothesis": recorded["second"]}
+    )
+    np.testing.assert_allclose(
+        to_numpy(out["probabilities"]),
+        recorded["classifier_probabilities"],
+        atol=1e-5,
+    )
+    out = relatedness(
+        {"sentence_a": recorded["first"], "sentence_b": recorded["second"]}
+    )
+    np.testing.assert_allclose(
+        to_numpy(out["score"]), recorded["relatedness_score"], atol=1e-5
+    )
