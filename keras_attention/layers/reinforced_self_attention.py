@@ -9,7 +9,7 @@ from keras_attention.layers.directional_self_attention import (
 from keras_attention.layers.reinforced_sequence_sampler import (
     ReinforcedSequenceSampler,
 )
-from keras_attention.layers.reinforced_sequence_sampler import masked_mean
+from keras_attention.ops.masking import masked_mean
 from keras_attention.ops.multi_dimensional import DIRECTIONS
 from keras_attention.ops.multi_dimensional import directional_mask
 from keras_attention.ops.multi_dimensional import multi_dimensional_attention
@@ -314,7 +314,7 @@ class ReinforcedSelfAttention(keras.layers.Layer):
         )
         context, weights = result if return_attention_scores else (result, None)
         if self.empty_context == "mean":
-            mean = masked_mean(inputs, real)  # (B, 1, F)
+            mean = masked_mean(inputs, real, keepdims=True)  # (B, 1, F)
             # A head with nothing allowed takes the mean of the real tokens.
             attended = ops.any(allowed, axis=-1, keepdims=True)  # (B, K, 1)
             context = ops.where(attended, context, mean)

@@ -3,6 +3,7 @@ import math
 import keras
 from keras import ops
 
+from keras_attention.ops.masking import masked_mean
 from keras_attention.utils.dtypes import floating_inputs
 from keras_attention.utils.initializers import clone_initializer
 from keras_attention.utils.masks import drop_keras_masks
@@ -160,7 +161,7 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
             real = ops.cast(mask, "bool")
         if self._scores_in_float32():
             inputs = ops.cast(inputs, "float32")
-        pooled = masked_mean(inputs, real)  # (B, 1, F)
+        pooled = masked_mean(inputs, real, keepdims=True)  # (B, 1, F)
         pooled_t = ops.broadcast_to(pooled, ops.shape(inputs))
         features = ops.concatenate(
             [inputs, pooled_t, inputs * pooled_t], axis=-1
@@ -214,18 +215,3 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
             }
         )
         return config
-
-
-def masked_mean(inputs, mask):
-    """Mean over the real tokens `(B, 1, F)`; zeros for an empty row.
-
-    Summed in float32 for half-precision inputs (a float16 sum of a few
-    tokens of size 1e4 overflows) and returned in the inputs' dtype.
-    """
-    dtype = keras.backend.standardize_dtype(inputs.dtype)
-    compute = "float32" if dtype in ("float16", "bfloat16") else dtype
-    inputs = ops.cast(inputs, compute)
-    weights = ops.cast(ops.expand_dims(mask, -1), compute)  # (B, T, 1)
-    total = ops.sum(inputs * weights, axis=1, keepdims=True)
-    count = ops.sum(weights, axis=1, keepdims=True)
-    return ops.cast(total / ops.maximum(count, 1.0), dtype)
