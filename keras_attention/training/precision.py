@@ -27,7 +27,7 @@ BFLOAT16_CPU_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")
 # (`benchmarks/transformer_training.py --precisions
 # float32,mixed_bfloat16`; the figures are in the README). `auto` picks
 # bfloat16 for these only.
-CPU_BFLOAT16_BACKENDS = ("tensorflow",)
+CPU_BFLOAT16_BACKENDS = ("tensorflow", "jax", "torch")
 
 
 def cpu_has_bfloat16(cpuinfo="/proc/cpuinfo"):
