@@ -86,6 +86,15 @@ class Options:
         False,
         "A tiny model for a few CPU minutes (the copy task without data).",
     )
+    recipe: str = cli.flag(
+        None,
+        "A named published configuration (flags given still win): "
+        "tiny-4x128 is the Transformer-tiny Multi30k run (4+4 layers of "
+        "width 128, feed-forward 256, 4 heads, dropout 0.3, shared "
+        "embeddings, beam 5, the last 5 checkpoints averaged), 100 epochs "
+        "with no time limit.",
+        choices=("tiny-4x128",),
+    )
     smoke: bool = False
     smoke_steps: int = cli.flag(
         None, "Training steps of the copy task.", default_text=600
@@ -108,14 +117,32 @@ DEMO = dict(
 )
 
 
+# Published configurations, by what they are. The model's sizes and dropout
+# are the `Transformer` preset of the same name; the embeddings are shared
+# (source, target and output: the `Transformer`'s only arrangement).
+RECIPES = {
+    "tiny-4x128": dict(
+        preset="tiny_4x128",
+        beam_size=5,
+        average_last=5,
+        epochs=100,
+        minutes=0.0,  # no time limit: the epochs end the run
+        output_dir="runs/translation_tiny_4x128",
+    ),
+}
+
+
 def parse_args(argv=None):
-    """`(config, options)`: flags given > `--demo`'s values > defaults."""
+    """`(config, options)`: flags given > `--recipe`'s or `--demo`'s values
+    > defaults."""
     parser = cli.make_parser(__doc__.split("\n")[0], Config, Options)
     given = cli.given_values(parser, argv)
     options = cli.build_config(Options, given)
     values = {}
     if options.demo:
         values.update(DEMO, output_dir="runs/translation_demo")
+    if options.recipe:
+        values.update(RECIPES[options.recipe])
     values.update(given)
     return cli.build_config(Config, values), options
 
@@ -317,7 +344,8 @@ def run_multi30k(config, scope=None):
         compile_model(model, config)
     checkpoints = os.path.join(config.output_dir, "checkpoints")
     os.makedirs(checkpoints, exist_ok=True)
-    time_limit = callbacks.TimeLimit(config.minutes * 60.0)
+    # `--minutes 0`: no time limit.
+    time_limit = callbacks.TimeLimit(config.minutes * 60.0 or float("inf"))
     backup = callbacks.BackupAndRestore(
         os.path.join(config.output_dir, "backup")
     )

@@ -218,3 +218,28 @@ def test_training_without_tensorboard_skips_its_logs(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "tensorboard", None)
     assert train.tensorboard_callback("logs") == []
     assert "TensorBoard is not installed" in capsys.readouterr().out
+
+
+def test_recipe_tiny_4x128_is_the_published_configuration():
+    sys.path.insert(0, os.path.abspath(APP))
+    try:
+        import train
+    finally:
+        sys.path.pop(0)
+    config, options = train.parse_args(["--recipe", "tiny-4x128"])
+    assert options.recipe == "tiny-4x128"
+    assert (config.beam_size, config.average_last, config.minutes) == (5, 5, 0)
+    model = Transformer.from_preset(config.preset, vocabulary_size=50)
+    sizes = (
+        model.num_layers,
+        model.hidden_dim,
+        model.intermediate_dim,
+        model.num_heads,
+        model.dropout,
+    )
+    assert sizes == (4, 128, 256, 4, 0.3)
+    # Flags given on the command line still win over the recipe.
+    config, _ = train.parse_args(["--recipe", "tiny-4x128", "--beam-size", "3"])
+    assert (config.preset, config.beam_size) == ("tiny_4x128", 3)
+    with pytest.raises(SystemExit):
+        train.parse_args(["--recipe", "tiny"])
