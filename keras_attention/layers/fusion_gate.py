@@ -2,6 +2,7 @@ import keras
 from keras import ops
 
 from keras_attention.utils.dtypes import floating_inputs
+from keras_attention.utils.initializers import clone_initializer
 from keras_attention.utils.masks import drop_keras_masks
 from keras_attention.utils.validation import static_shape
 
@@ -66,8 +67,8 @@ class FusionGate(keras.layers.Layer):
         self.fusion_dense = keras.layers.Dense(
             features,
             activation="sigmoid",
-            kernel_initializer=_clone(self.kernel_initializer),
-            bias_initializer=_clone(self.bias_initializer),
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
             dtype=self.dtype_policy,
             name="fusion_dense",
         )
@@ -124,7 +125,3 @@ def _check_same_features(inputs_shape, context_shape):
             f"Received: inputs with shape {tuple(inputs_shape)}, context "
             f"with shape {tuple(context_shape)}"
         )
-
-
-def _clone(initializer):
-    return initializer.__class__.from_config(initializer.get_config())

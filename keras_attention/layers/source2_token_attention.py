@@ -3,6 +3,7 @@ from keras import ops
 
 from keras_attention.ops import masked_softmax
 from keras_attention.utils.dtypes import floating_inputs
+from keras_attention.utils.initializers import clone_initializer
 from keras_attention.utils.masks import drop_keras_masks
 from keras_attention.utils.validation import check_mask
 from keras_attention.utils.validation import check_rank
@@ -89,8 +90,8 @@ class Source2TokenAttention(keras.layers.Layer):
         self.hidden_dense = keras.layers.Dense(
             self.hidden_dim or features,
             activation="elu",
-            kernel_initializer=_clone(self.kernel_initializer),
-            bias_initializer=_clone(self.bias_initializer),
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
             dtype=self.dtype_policy,
             name="hidden_dense",
         )
@@ -98,7 +99,7 @@ class Source2TokenAttention(keras.layers.Layer):
         self.score_dense = keras.layers.Dense(
             features,
             use_bias=False,
-            kernel_initializer=_clone(self.kernel_initializer),
+            kernel_initializer=clone_initializer(self.kernel_initializer),
             dtype=self.dtype_policy,
             name="score_dense",
         )
@@ -139,7 +140,3 @@ class Source2TokenAttention(keras.layers.Layer):
             }
         )
         return config
-
-
-def _clone(initializer):
-    return initializer.__class__.from_config(initializer.get_config())
