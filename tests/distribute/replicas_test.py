@@ -71,7 +71,13 @@ def test_two_replicas_match_one_device_after_one_step(name, replica_results):
 
 def test_resan_samplers_learn_in_the_compared_step(replica_results):
     # The REINFORCE term reaches the samplers, so the comparison covers it.
-    assert replica_results["resan"]["sampler_moved"] > 1e-3
+    # With the authors' reward (minus the task cost, against the
+    # leave-one-out baseline) an untrained model's advantages are small: the
+    # samplers moved 4.8e-4 in this step on tensorflow (0/1 correctness
+    # rewards moved them over 1e-3), still far above the replicas'
+    # tolerance, so a step that left them in place would fail here.
+    assert replica_results["resan"]["sampler_moved"] > 1e-4
+    assert replica_results["resan"]["sampler_moved"] > 100 * TOLERANCE
 
 
 def test_batches_divide_among_the_devices_on_jax(replica_results):
