@@ -17,7 +17,8 @@ Usage:
         --data-dir DATA --output-dir runs/relatedness
 
 Writes to `--output-dir`: `model.keras` (the weights with the best dev
-Pearson r), `vocabulary.txt`, `config.json`, `metrics.json` (test Pearson,
+Pearson r), `last.keras` (the weights at the end of training),
+`vocabulary.txt`, `config.json`, `metrics.json` (test Pearson,
 Spearman and MSE, the same on dev, training time, trainable parameters,
 backend, selection rate) and, during training, `checkpoint.keras` and a
 `backup/` folder for resuming: run the same command again and training
@@ -59,8 +60,18 @@ class Config:
     epochs: int = cli.flag(20, default_text="20, or 1 with --smoke")
     batch_size: int = cli.flag(25, "Pairs per batch.", minimum=1)
     learning_rate: float = 1e-3
+    ema_momentum: float = cli.flag(
+        0.0,
+        "Momentum of a moving average of the weights, used to evaluate and "
+        "to keep the best model (the authors use 0.999; 0 = none).",
+    )
     hidden_dim: int = 300
     dropout: float = 0.2
+    encoder_dropout: float = cli.flag(
+        None,
+        "Dropout on the word vectors inside the sentence encoder.",
+        default_text="--dropout",
+    )
     sparsity_penalty: float = cli.flag(
         0.006,
         "ReSAN's lambda: the reward's selection-percentage penalty "
@@ -105,6 +116,7 @@ class Config:
 MODEL_BUILDERS = {"resan": models.ReSANRelatedness}
 SMOKE_SIZES = {"train": 64, "dev": 32, "test": 32}
 SPLITS = {"train": "train", "dev": "trial", "test": "test"}
+LAST_MODEL_FILE = "last.keras"
 
 
 # Data.
@@ -204,7 +216,12 @@ def resan_schedule(config, steps_per_epoch):
 
 
 class DevCorrelation(keras.callbacks.Callback):
-    """Dev Pearson r after each epoch; keeps the best model; time limit."""
+    """Dev Pearson r after each epoch; keeps the best model; time limit.
+
+    With a moving average of the weights (`--ema-momentum`), the averaged
+    model is the one evaluated and kept; the r of the trained weights is
+    recorded beside it (`raw_history`), so one run measures both.
+    """
 
     def __init__(self, x, scores, path, seconds):
         super().__init__()
@@ -212,6 +229,7 @@ class DevCorrelation(keras.callbacks.Callback):
         self.seconds = seconds
         self.best = -np.inf
         self.history = []
+        self.raw_history = []
 
     def on_train_begin(self, logs=None):
         self.start = time.perf_counter()
@@ -219,25 +237,36 @@ class DevCorrelation(keras.callbacks.Callback):
     # Backed up with the model, so that a resumed run keeps a better
     # checkpoint from before the interruption and reports every epoch.
     def get_state(self):
-        return {"best": float(self.best), "history": list(self.history)}
+        return {
+            "best": float(self.best),
+            "history": list(self.history),
+            "raw_history": list(self.raw_history),
+        }
 
     def set_state(self, state):
         self.best = state["best"]
         self.history = list(state["history"])
+        self.raw_history = list(state.get("raw_history", []))
 
     def on_epoch_end(self, epoch, logs=None):
-        result = correlations(self.model, self.x, self.scores)
-        self.history.append(result["pearson"])
-        if logs is not None:
-            logs["val_pearson"] = result["pearson"]
-        print(f" - dev pearson {result['pearson']:.4f}")
-        # A NaN r (constant predictions) ranks below every number; the
-        # first epoch is kept whatever its r, so a checkpoint always exists.
-        pearson = result["pearson"]
-        score = pearson if np.isfinite(pearson) else -np.inf
-        if score > self.best or not os.path.exists(self.path):
-            self.best = max(self.best, score)
-            files.atomic_save(self.model, self.path)
+        if training.uses_moving_average(self.model):
+            raw = correlations(self.model, self.x, self.scores)["pearson"]
+            self.raw_history.append(raw)
+            print(f" - dev pearson of the trained weights {raw:.4f}")
+        with training.moving_average_weights(self.model):
+            result = correlations(self.model, self.x, self.scores)
+            self.history.append(result["pearson"])
+            if logs is not None:
+                logs["val_pearson"] = result["pearson"]
+            print(f" - dev pearson {result['pearson']:.4f}")
+            # A NaN r (constant predictions) ranks below every number; the
+            # first epoch is kept whatever its r, so a checkpoint always
+            # exists.
+            pearson = result["pearson"]
+            score = pearson if np.isfinite(pearson) else -np.inf
+            if score > self.best or not os.path.exists(self.path):
+                self.best = max(self.best, score)
+                files.atomic_save(self.model, self.path)
         if time.perf_counter() - self.start > self.seconds:
             print("Time limit reached; stopping.")
             self.model.stop_training = True
@@ -273,6 +302,7 @@ def train(config):
             embeddings=matrix,
             hidden_dim=config.hidden_dim,
             dropout=config.dropout,
+            encoder_dropout=config.encoder_dropout,
             capacity=config.capacity,
             sparsity_penalty=config.sparsity_penalty,
             objective=config.objective,
@@ -283,7 +313,10 @@ def train(config):
         )
         model.compile(
             optimizer=training.loss_scaled(
-                keras.optimizers.Adam(config.learning_rate)
+                training.with_moving_average(
+                    keras.optimizers.Adam(config.learning_rate),
+                    config.ema_momentum,
+                )
             ),
             # No compiled loss: the model trains its `objective`.
             jit_compile=training.jit_compile(config.jit_compile),
@@ -338,6 +371,11 @@ def train(config):
     train_seconds = time.perf_counter() - start
     training.end_data_parallel()  # evaluation takes batches of any size
 
+    # The model at the end of training (the moving average, if any), kept
+    # beside the best one: its samplers have been through every phase of
+    # the schedule, which the best epoch's may not have.
+    files.atomic_save(model, os.path.join(config.output_dir, LAST_MODEL_FILE))
+    last = correlations(model, *arrays["test"])
     best = keras.saving.load_model(checkpoint)
     files.atomic_save(best, os.path.join(config.output_dir, runs.MODEL_FILE))
     test = correlations(best, *arrays["test"])
@@ -350,7 +388,17 @@ def train(config):
         "dev_spearman": dev["spearman"],
         "dev_mse": dev["mse"],
         "dev_pearson_per_epoch": tracker.history,
+        "dev_pearson_trained_weights_per_epoch": tracker.raw_history,
+        "ema_momentum": config.ema_momentum,
         "test_selection_rate": test["selection_rate"],
+        "best_epoch": int(
+            np.argmax(np.nan_to_num(tracker.history, nan=-np.inf))
+        )
+        + 1,
+        "last_test_pearson": last["pearson"],
+        "last_test_spearman": last["spearman"],
+        "last_test_mse": last["mse"],
+        "last_test_selection_rate": last["selection_rate"],
         "train_seconds": train_seconds,
         "epochs": len(tracker.history),
         "parameters": parameters,

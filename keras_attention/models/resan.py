@@ -465,8 +465,9 @@ class TrainingSchedule(keras.layers.Layer):
 
     Call arguments:
         inputs: any tensor `(B, ...)`; only its batch size is read.
-        training: bool. Outside training every weight is `1` and nothing
-            is selected by force.
+        training: bool. Outside training both weights are `1`, and every
+            real token is selected while the counter is still below
+            `soft_only_steps` (the samplers have not been trained yet).
 
     Returns:
         A float32 tensor `(B, 3)`: `select_all`, `task_weight` and
@@ -491,7 +492,20 @@ class TrainingSchedule(keras.layers.Layer):
 
     def call(self, inputs, training=None):
         if not training:
-            weights = ops.convert_to_tensor([0.0, 1.0, 1.0], "float32")
+            # Until the samplers' first step, the model is the soft
+            # network trained on every real token, and is evaluated so, as
+            # the authors' code does: with untrained samplers its inputs
+            # would differ from those it learned on.
+            untrained = ops.less(
+                ops.convert_to_tensor(self.step), self.soft_only_steps
+            )
+            weights = ops.concatenate(
+                [
+                    ops.cast(ops.reshape(untrained, (1,)), "float32"),
+                    ops.ones((2,), "float32"),
+                ],
+                axis=0,
+            )
         else:
             # Assign, then read: a read before the assign aliases the
             # variable on some backends (torch) and would see the new value.
@@ -528,12 +542,15 @@ def _encode_pair(arguments, first, second):
     """Encodes both sentences with one encoder; returns the encoder, both
     outputs and the schedule tensor `(B, 3)` (`None` for release 0.1)."""
     variant = arguments["variant"]
+    encoder_dropout = arguments.get("encoder_dropout")
+    if encoder_dropout is None:
+        encoder_dropout = arguments["dropout"]
     initializer, embedding_dim = _checked_encoder_arguments(
         arguments["vocabulary_size"],
         arguments["embeddings"],
         arguments["embedding_dim"],
         arguments["hidden_dim"],
-        arguments["dropout"],
+        encoder_dropout,
         variant,
     )
     steps = arguments["soft_only_steps"], arguments["sampler_only_steps"]
@@ -558,7 +575,7 @@ def _encode_pair(arguments, first, second):
         embedding_dim,
         arguments["hidden_dim"],
         arguments["capacity"],
-        arguments["dropout"],
+        encoder_dropout,
         arguments["trainable_embeddings"],
         arguments["seed"],
         variant,
@@ -826,6 +843,7 @@ class ReSANRelatedness(_ReinforcedPairModel):
         num_classes=5,
         capacity=None,
         dropout=0.1,
+        encoder_dropout=None,
         trainable_embeddings=False,
         reward_weight=1.0,
         sparsity_penalty=0.006,
@@ -838,6 +856,8 @@ class ReSANRelatedness(_ReinforcedPairModel):
     ):
         check_positive_int("num_classes", num_classes)
         check_choice("objective", objective, OBJECTIVES)
+        if encoder_dropout is not None:
+            check_rate("encoder_dropout", encoder_dropout)
         left = keras.Input((None,), dtype="int32", name="sentence_a")
         right = keras.Input((None,), dtype="int32", name="sentence_b")
         encoder, a, b, schedule = _encode_pair(locals(), left, right)
@@ -864,7 +884,7 @@ class ReSANRelatedness(_ReinforcedPairModel):
 
     @classmethod
     def _config_keys(cls):
-        return _CONFIG_KEYS + ("objective",)
+        return _CONFIG_KEYS + ("encoder_dropout", "objective")
 
     @classmethod
     def from_config(cls, config):

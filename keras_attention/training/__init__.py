@@ -26,16 +26,21 @@ model.save(os.path.join(run_dir, training.MODEL_FILE))
 - `precision`: mixed precision, loss scaling, `jit_compile`.
 - `cli`: command-line flags generated from a dataclass config.
 - `runs`: the run folder's files, written atomically, and reading them.
+- `averaging`: a moving average of the weights, swapped in to evaluate.
 
 Nothing in `keras_attention.ops`, `layers`, `models` or `losses` imports
 this package; the sums over replicas that losses need are in
 `keras_attention.ops.replicas`.
 """
 
+from keras_attention.training import averaging
 from keras_attention.training import cli
 from keras_attention.training import precision
 from keras_attention.training import runs
 from keras_attention.training import strategies
+from keras_attention.training.averaging import moving_average_weights
+from keras_attention.training.averaging import uses_moving_average
+from keras_attention.training.averaging import with_moving_average
 from keras_attention.training.cli import flag
 from keras_attention.training.cli import parse_config
 from keras_attention.training.precision import jit_compile
@@ -61,6 +66,7 @@ from keras_attention.training.strategies import worker_path
 MODEL_FILE = runs.MODEL_FILE
 
 __all__ = [
+    "averaging",
     "batch_multiple",
     "check_batch_size",
     "cli",
@@ -71,6 +77,7 @@ __all__ = [
     "jit_compile",
     "load_model",
     "loss_scaled",
+    "moving_average_weights",
     "num_replicas",
     "parse_config",
     "precision",
@@ -82,6 +89,8 @@ __all__ = [
     "strategies",
     "strategy_scope",
     "trim_to_batch_multiple",
+    "uses_moving_average",
+    "with_moving_average",
     "worker_path",
     "write_config",
     "write_metrics",

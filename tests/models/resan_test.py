@@ -186,6 +186,32 @@ def test_relatedness_files_without_objective_keep_the_kl_loss():
     assert models.ReSANRelatedness.from_config(config).objective == "kl"
 
 
+def test_relatedness_encoder_dropout_is_its_own_rate():
+    model = models.ReSANRelatedness(
+        vocabulary_size=20, embedding_dim=4, dropout=0.3, encoder_dropout=0.0
+    )
+    encoder_rates = {
+        layer.name: layer.rate
+        for layer in model.encoder.layers
+        if isinstance(layer, keras.layers.Dropout)
+    }
+    assert encoder_rates == {"forward_dropout": 0.0, "backward_dropout": 0.0}
+    assert model.get_layer("head_dropout").rate == 0.3
+    config = model.get_config()
+    assert config["encoder_dropout"] == 0.0
+    revived = models.ReSANRelatedness.from_config(config)
+    assert revived.encoder.get_layer("forward_dropout").rate == 0.0
+    # Unset, the encoder takes `dropout`, as before the argument existed.
+    shared = models.ReSANRelatedness(
+        vocabulary_size=20, embedding_dim=4, dropout=0.3
+    )
+    assert shared.encoder.get_layer("backward_dropout").rate == 0.3
+    with pytest.raises(ValueError, match="Received: encoder_dropout=1.5"):
+        models.ReSANRelatedness(
+            vocabulary_size=20, embedding_dim=4, encoder_dropout=1.5
+        )
+
+
 def classifier(**kwargs):
     return models.ReSANClassifier(
         vocabulary_size=40, embedding_dim=8, hidden_dim=6, seed=1, **kwargs
@@ -315,6 +341,18 @@ def test_soft_only_phase_selects_every_real_token():
     np.testing.assert_array_equal(
         ops.convert_to_numpy(out["training_phase"])[0], [1.0, 1.0, 0.0]
     )
+    # Inference before the samplers' first step: the soft network on every
+    # real token, as it was trained (the authors' evaluation in that phase).
+    inference = model(x)
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(inference["training_phase"])[0], [1.0, 1.0, 1.0]
+    )
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(inference["selection_percentage"])[:, 0],
+        (x["premise"] > 0).any(-1).astype("float32"),
+    )
+    # Once the counter reaches `soft_only_steps`, the samplers decide.
+    model.get_layer("training_schedule").step.assign(10)
     inference = model(x)
     np.testing.assert_array_equal(
         ops.convert_to_numpy(inference["training_phase"])[0], [0.0, 1.0, 1.0]
