@@ -119,7 +119,7 @@ def read_vocabulary(run_dir_or_path):
     return words
 
 
-def load_model(run_dir, compile=False, safe_mode=True):
+def load_model(run_dir, compile=False, safe_mode=True, file_name=MODEL_FILE):
     """Loads `run_dir/model.keras` with the package's classes registered.
 
     Args:
@@ -127,9 +127,11 @@ def load_model(run_dir, compile=False, safe_mode=True):
         compile: bool. Restore the optimizer, loss and metrics too.
             Defaults to `False` (inference and export need none).
         safe_mode: bool. Refuse lambdas in the file. Defaults to `True`.
+        file_name: the model file in the folder. Defaults to `model.keras`
+            (the relatedness runs also write `last.keras`).
 
     Raises:
-        ValueError: If the folder holds no `model.keras`.
+        ValueError: If the folder holds no such file.
     """
     # Registers the layers, models, losses, metrics and schedules by name.
     from keras_attention import layers  # noqa: F401
@@ -138,10 +140,10 @@ def load_model(run_dir, compile=False, safe_mode=True):
     from keras_attention import models  # noqa: F401
     from keras_attention import schedules  # noqa: F401
 
-    path = os.path.join(os.fspath(run_dir), MODEL_FILE)
+    path = os.path.join(os.fspath(run_dir), file_name)
     if not os.path.isfile(path):
         raise ValueError(
-            f"No {MODEL_FILE} in the run folder. Received: "
+            f"No {file_name} in the run folder. Received: "
             f"run_dir_or_model={os.fspath(run_dir)!r}"
         )
     return keras.saving.load_model(path, compile=compile, safe_mode=safe_mode)

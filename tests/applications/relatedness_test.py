@@ -6,6 +6,7 @@ import pathlib
 
 import helpers
 import keras
+import numpy as np
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -53,6 +54,28 @@ def test_smoke_run_writes_metrics_and_a_loadable_model(tmp_path):
     assert written["pairs"] == {"train": 64, "dev": 32, "test": 32}
     model = keras.saving.load_model(tmp_path / "model.keras")
     assert model.count_params() > written["parameters"]
+    assert (tmp_path / "last.keras").exists()
+    assert 1 <= written["best_epoch"] <= written["epochs"]
+
+    # evaluate.py reads the run folder and reports the same dev figures
+    # as training did, with the calibration beside them.
+    evaluate = helpers.load_script(
+        ROOT / "applications" / "relatedness" / "evaluate.py",
+        "relatedness_evaluate",
+    )
+    out = tmp_path / "dev.json"
+    result = evaluate.main(
+        ["--run-dir", str(tmp_path), "--split", "dev", "--json-out", str(out)]
+    )
+    assert json.loads(out.read_text()) == json.loads(json.dumps(result))
+    assert result["pairs"] == 500  # the whole trial split
+    for key in ("pearson", "mse", "slope", "intercept", "selection_rate"):
+        assert math.isfinite(result[key]), (key, result[key])
+    last = evaluate.main(
+        ["--run-dir", str(tmp_path), "--split", "dev"]
+        + ["--model-file", "last.keras"]
+    )
+    assert last["model_file"] == "last.keras"
 
 
 def test_unknown_model_is_rejected():
@@ -104,3 +127,19 @@ def test_schedule_defaults_scale_the_authors_steps():
     )
     assert train.resan_schedule(config, 180) == (7, 0)
     assert config.objective == "mse" and config.sparsity_penalty == 0.006
+
+
+def test_calibration_recovers_a_known_line():
+    evaluate = helpers.load_script(
+        ROOT / "applications" / "relatedness" / "evaluate.py",
+        "relatedness_evaluate",
+    )
+    gold = np.linspace(1.0, 5.0, 41)
+    predicted = (gold - 1.0) / 2.0  # compressed and shifted
+    result = evaluate.calibration(predicted, gold)
+    assert result["slope"] == pytest.approx(2.0)
+    assert result["intercept"] == pytest.approx(1.0)
+    assert result["mse_after_linear_fit"] == pytest.approx(0.0, abs=1e-12)
+    assert result["pearson"] == pytest.approx(1.0)
+    assert result["mse"] == pytest.approx(np.mean((predicted - gold) ** 2))
+    assert result["mean_predicted"] == pytest.approx(1.0)

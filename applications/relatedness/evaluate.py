@@ -1,0 +1,100 @@
+"""Evaluates a trained relatedness model on SICK: correlation and calibration.
+
+Reads a model file, `vocabulary.txt` and `config.json` from a training
+run's output directory and prints, for `--split`, the Pearson r, Spearman
+rho and MSE of the predicted scores, the token samplers' selection rate,
+and the calibration: the mean predicted and gold scores, their standard
+deviations, and the least-squares line `gold ~ slope * predicted +
+intercept` with the MSE that line would leave (a well-calibrated model has
+slope 1, intercept 0, and an MSE close to it). `--json-out` writes the
+same numbers.
+
+Usage:
+
+    python applications/relatedness/evaluate.py --run-dir runs/relatedness \\
+        --split test --data-dir DATA
+    # the model at the end of training instead of the best dev epoch:
+    python applications/relatedness/evaluate.py --run-dir runs/relatedness \\
+        --model-file last.keras
+"""
+
+import argparse
+import json
+import sys
+
+import numpy as np
+from scipy import stats
+
+from keras_attention import data
+from keras_attention.training import runs
+
+SPLITS = {"dev": "trial", "test": "test"}
+
+
+def scores_and_selection(model, x, batch_size=256):
+    outputs = model.predict(x, batch_size=batch_size, verbose=0)
+    predicted = np.asarray(outputs["score"], "float64")
+    return predicted, float(np.mean(outputs["selection_percentage"]))
+
+
+def calibration(predicted, gold):
+    """Correlations, MSE and the least-squares line of gold on predicted."""
+    gold = np.asarray(gold, "float64")
+    slope, intercept = np.polyfit(predicted, gold, 1)
+    return {
+        "pearson": float(stats.pearsonr(predicted, gold)[0]),
+        "spearman": float(stats.spearmanr(predicted, gold)[0]),
+        "mse": float(np.mean((predicted - gold) ** 2)),
+        "mean_predicted": float(predicted.mean()),
+        "mean_gold": float(gold.mean()),
+        "std_predicted": float(predicted.std()),
+        "std_gold": float(gold.std()),
+        "slope": float(slope),
+        "intercept": float(intercept),
+        "mse_after_linear_fit": float(
+            np.mean((slope * predicted + intercept - gold) ** 2)
+        ),
+    }
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--run-dir", required=True)
+    parser.add_argument("--model-file", default=runs.MODEL_FILE)
+    parser.add_argument("--split", choices=sorted(SPLITS), default="test")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--json-out", default=None)
+    args = parser.parse_args(argv)
+
+    config = runs.read_config(args.run_dir)
+    index = data.vocabulary_index(runs.read_vocabulary(args.run_dir))
+    model = runs.load_model(args.run_dir, file_name=args.model_file)
+    rows = data.load_sick(SPLITS[args.split], data_dir=args.data_dir)
+    x = {
+        name: data.word_ids(rows[name], index, max_length=config["max_length"])[
+            0
+        ]
+        for name in ("sentence_a", "sentence_b")
+    }
+    predicted, selection = scores_and_selection(model, x)
+    result = calibration(predicted, rows["relatedness"])
+    result.update(
+        {
+            "selection_rate": selection,
+            "split": args.split,
+            "pairs": len(predicted),
+            "model_file": args.model_file,
+        }
+    )
+    for key, value in result.items():
+        shown = f"{value:.4f}" if isinstance(value, float) else value
+        print(f"{key}: {shown}")
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump(result, f, indent=2)
+            f.write("\n")
+    return result
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
