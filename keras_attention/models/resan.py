@@ -798,6 +798,11 @@ class ReSANRelatedness(_ReinforcedPairModel):
         num_classes: int. Number of score levels `K`. Defaults to `5`.
         capacity: float. See `ReinforcedSelfAttention`. Defaults to `None`.
         dropout: float. Defaults to `0.1`.
+        encoder_dropout: float. Dropout on the word vectors inside the
+            shared encoder. Defaults to `None` (= `dropout`). Independent
+            noise on the two sentences inflates `|s_1 - s_2|` in training,
+            which biases the predicted scores upward at inference (see
+            applications/relatedness/README.md).
         trainable_embeddings: bool. Defaults to `False`.
         reward_weight: float. Defaults to `1.0`.
         sparsity_penalty: float. `lambda`. Defaults to `0.006` (the
