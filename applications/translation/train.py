@@ -305,6 +305,25 @@ def data_available(data_dir):
         return str(error).split(". ")[0]
 
 
+def average_last(model, checkpoint_dir, k):
+    """Sets `model`'s weights to the mean of the last `k` epoch checkpoints.
+
+    An epoch cut by the time limit has its checkpoint too (Keras ends the
+    epoch, callbacks included, after `stop_training`), holding the weights
+    at the limit, so the last `k` files are `k` distinct sets of weights.
+
+    Returns:
+        The files averaged (none when `k < 2` or only one exists; the
+        weights are then left as they are).
+    """
+    last = last_checkpoints(checkpoint_dir, k, pattern="epoch-*.weights.h5")
+    if len(last) < 2:
+        return []
+    average_checkpoints(model, last)
+    print(f"Averaged the last {len(last)} checkpoints")
+    return last
+
+
 def run_multi30k(config, scope=None):
     scope = scope or training.strategy_scope(config.strategy)
     keras.utils.set_random_seed(config.seed)
@@ -396,17 +415,7 @@ def run_multi30k(config, scope=None):
     tokens_per_second = (
         target_tokens * len(full) / sum(full) if full else float("nan")
     )
-    last = last_checkpoints(checkpoints, config.average_last)
-    if len(last) > 1 and not time_limit.stopped_early:
-        average_checkpoints(model, last)
-        print(f"Averaged the last {len(last)} checkpoints")
-    elif len(last) > 1:
-        # The final, cut epoch has no checkpoint; average the saved ones
-        # with the current weights.
-        current = os.path.join(checkpoints, "final.weights.h5")
-        files.atomic_save(model, current, weights_only=True)
-        average_checkpoints(model, last[1:] + [current])
-        print(f"Averaged the last {len(last)} checkpoints")
+    averaged = average_last(model, checkpoints, config.average_last)
     files.atomic_save(model, os.path.join(config.output_dir, runs.MODEL_FILE))
     info = {
         "preset": config.preset,
@@ -417,9 +426,16 @@ def run_multi30k(config, scope=None):
         else int(keras.ops.convert_to_numpy(model.optimizer.iterations)),
         "training_time_s": round(seconds, 1),
         "parameter_count": int(model.count_params()),
+        "dtype_policy": keras.config.dtype_policy().name,
         "tokens_per_second": round(tokens_per_second, 1),
         "target_tokens_per_epoch": target_tokens,
+        # Wall seconds of each epoch of this process (a resumed run lists
+        # only its own epochs): with the per-epoch checkpoints they give
+        # BLEU against training minutes.
+        "epoch_seconds": [round(t, 1) for t in epoch_times],
+        "first_epoch": done + 1,
         "tokenizer_fingerprint": translation.tokenizer_fingerprint(tokenizer),
+        "averaged_checkpoints": [os.path.basename(p) for p in averaged],
         "config": dataclasses.asdict(config),
     }
     runs.write_json(config.output_dir, runs.TRAINING_FILE, info)

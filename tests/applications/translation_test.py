@@ -243,3 +243,177 @@ def test_recipe_tiny_4x128_is_the_published_configuration():
     assert (config.preset, config.beam_size) == ("tiny_4x128", 3)
     with pytest.raises(SystemExit):
         train.parse_args(["--recipe", "tiny"])
+
+
+def test_average_last_includes_the_epoch_cut_by_the_time_limit(tmp_path):
+    import keras
+
+    sys.path.insert(0, os.path.abspath(APP))
+    try:
+        import train
+    finally:
+        sys.path.pop(0)
+
+    class StopInSecondEpoch(keras.callbacks.Callback):
+        # What `callbacks.TimeLimit` does when the limit falls mid-epoch.
+        def on_train_batch_end(self, batch, logs=None):
+            if self.epoch == 1 and batch == 1:
+                self.model.stop_training = True
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self.epoch = epoch
+
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+    x = np.random.default_rng(0).normal(size=(32, 3)).astype("float32")
+    y = np.zeros((32, 2), "float32")
+    seen = []
+
+    class Record(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            seen.append([w.copy() for w in self.model.get_weights()])
+
+    model.fit(
+        x,
+        y,
+        batch_size=4,
+        epochs=5,
+        verbose=0,
+        callbacks=[
+            StopInSecondEpoch(),
+            Record(),
+            keras.callbacks.ModelCheckpoint(
+                str(tmp_path / "epoch-{epoch:03d}.weights.h5"),
+                save_weights_only=True,
+            ),
+        ],
+    )
+    # The cut epoch has its checkpoint, holding the weights at the stop.
+    assert sorted(os.listdir(tmp_path)) == [
+        "epoch-001.weights.h5",
+        "epoch-002.weights.h5",
+    ]
+    averaged = train.average_last(model, str(tmp_path), 5)
+    assert [os.path.basename(p) for p in averaged] == [
+        "epoch-001.weights.h5",
+        "epoch-002.weights.h5",
+    ]
+    for got, first, second in zip(model.get_weights(), *seen):
+        np.testing.assert_allclose(got, (first + second) / 2, rtol=1e-6)
+    assert not np.allclose(seen[0][0], seen[1][0])
+    # One checkpoint: nothing to average, the weights stay.
+    os.remove(tmp_path / "epoch-001.weights.h5")
+    before = model.get_weights()
+    assert train.average_last(model, str(tmp_path), 5) == []
+    for got, kept in zip(model.get_weights(), before):
+        np.testing.assert_array_equal(got, kept)
+
+
+DATA = os.environ.get("KERAS_ATTENTION_DATA")
+
+
+def _learning_curve():
+    sys.path.insert(0, os.path.abspath(APP))
+    try:
+        import learning_curve
+    finally:
+        sys.path.pop(0)
+    return learning_curve
+
+
+def test_learning_curve_places_checkpoints_on_the_time_axis(tmp_path):
+    curve = _learning_curve()
+    (tmp_path / "checkpoints").mkdir()
+    for name in ("epoch-001.weights.h5", "epoch-002.weights.h5", "x.txt"):
+        (tmp_path / "checkpoints" / name).write_text("")
+    info = {"epoch_seconds": [30.0, 90.0], "first_epoch": 1}
+    (tmp_path / "training.json").write_text(json.dumps(info))
+    points = curve.checkpoint_minutes(str(tmp_path))
+    assert [(label, minutes) for label, _, minutes in points] == [
+        ("epoch 1", 0.5),
+        ("epoch 2", 2.0),
+    ]
+    assert curve.select_every(points * 2, 3) == [points[0], points[1]]
+    with pytest.raises(ValueError, match="every=0"):
+        curve.select_every(points, 0)
+    info["first_epoch"] = 2  # a resumed run: earlier epochs have no times
+    (tmp_path / "training.json").write_text(json.dumps(info))
+    with pytest.raises(ValueError, match="resumed"):
+        curve.checkpoint_minutes(str(tmp_path))
+
+
+@pytest.mark.skipif(
+    not DATA or not os.path.isdir(os.path.join(DATA or "", "multi30k")),
+    reason="Multi30k is not staged (KERAS_ATTENTION_DATA)",
+)
+def test_learning_curve_scores_each_checkpoint_and_the_final_model(
+    tmp_path, monkeypatch
+):
+    from keras_attention.utils import files
+
+    curve = _learning_curve()
+    tokenizer = translation.train_tokenizer(
+        CORPUS,
+        vocabulary_size=60,
+        path=str(tmp_path / translation.TOKENIZER_FILE),
+    )
+    model = Transformer(
+        vocabulary_size=tokenizer.vocabulary_size(),
+        num_layers=1,
+        hidden_dim=16,
+        num_heads=2,
+        intermediate_dim=16,
+        seed=3,
+    )
+    model(
+        {
+            "encoder_token_ids": np.ones((1, 3), "int32"),
+            "decoder_token_ids": np.ones((1, 3), "int32"),
+        }
+    )
+    (tmp_path / "checkpoints").mkdir()
+    weights = model.get_weights()
+    for epoch in (1, 2):
+        model.set_weights([w * epoch for w in weights])
+        model.save_weights(
+            str(tmp_path / "checkpoints" / f"epoch-00{epoch}.weights.h5")
+        )
+    files.atomic_save(model, str(tmp_path / "model.keras"))
+    info = {
+        "epoch_seconds": [60.0, 60.0],
+        "first_epoch": 1,
+        "training_time_s": 120.0,
+        "preset": "test",
+        "backend": "any",
+        "config": {"mixed_precision": "none"},
+    }
+    (tmp_path / "training.json").write_text(json.dumps(info))
+    argv = [
+        "--run-dir",
+        str(tmp_path),
+        "--data-dir",
+        DATA,
+        "--limit",
+        "3",
+        "--beam-size",
+        "2",
+        "--figure",
+        str(tmp_path / "curve.png"),
+    ]
+    summary = curve.main(argv)
+    (run,) = summary
+    assert run["label"] == "test, float32, any"
+    assert sorted(run["points"]) == ["epoch 1", "epoch 2"]
+    assert [run["points"][k]["minutes"] for k in ("epoch 1", "epoch 2")] == [
+        1.0,
+        2.0,
+    ]
+    assert run["final_model"]["minutes"] == 2.0
+    for point in list(run["points"].values()) + [run["final_model"]]:
+        assert 0.0 <= point["sacrebleu"] <= 100.0
+    assert os.path.getsize(tmp_path / "curve.png") > 1000
+    # A rerun reads the cache: nothing is decoded again.
+    cached = json.loads((tmp_path / curve.CACHE_FILE).read_text())
+    monkeypatch.setattr(translation, "translate", None)  # fails if called
+    assert curve.main(argv) == summary
+    assert json.loads((tmp_path / curve.CACHE_FILE).read_text()) == cached
