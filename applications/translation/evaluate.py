@@ -2,7 +2,8 @@
 
 Usage:
     python applications/translation/evaluate.py --model-dir runs/translation \
-        [--data-dir DIR] [--beam-size 4] [--alpha 0.6] [--limit N]
+        [--data-dir DIR] [--beam-size 4] [--alpha 0.6] [--limit N] \
+        [--dtype float32]
 
 Reads `model.keras`, `tokenizer.model` and `training.json` from the model
 directory, translates test2016 and test2017 with beam search, and writes
@@ -50,9 +51,20 @@ def bleu_scores(hypotheses, references):
     )
 
 
-def load_translator(model_dir):
-    """Loads the model and its tokenizer, checking that they match."""
+def load_translator(model_dir, dtype=None):
+    """Loads the model and its tokenizer, checking that they match.
+
+    `dtype` (for example `"float32"`) rebuilds the model under that dtype
+    policy with the same weights, to decode in float32 what was trained
+    under a mixed policy; `None` keeps the policy it was saved with.
+    """
     model = keras.saving.load_model(os.path.join(model_dir, "model.keras"))
+    if dtype is not None and model.dtype_policy.name != dtype:
+        config = model.get_config()
+        config["dtype"] = dtype
+        rebuilt = model.__class__.from_config(config)
+        rebuilt.set_weights(model.get_weights())
+        model = rebuilt
     tokenizer = translation.load_tokenizer(
         os.path.join(model_dir, translation.TOKENIZER_FILE)
     )
@@ -108,8 +120,10 @@ def evaluate(
     return results
 
 
-def write_metrics(model_dir, results):
-    metrics = {}
+def write_metrics(model_dir, results, merge=False):
+    """Writes `metrics.json`: the training figures and `results` (added to
+    the file's figures when `merge`)."""
+    metrics = dict(runs.read_metrics(model_dir) or {}) if merge else {}
     info = runs.read_json(model_dir, runs.TRAINING_FILE)
     if info:
         for key in (
@@ -136,8 +150,14 @@ def main(argv=None):
     parser.add_argument("--beam-size", type=int, default=4)
     parser.add_argument("--alpha", type=float, default=0.6)
     parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument(
+        "--dtype",
+        default=None,
+        choices=("float32",),
+        help="Decode under this dtype policy (default: the saved one).",
+    )
     args = parser.parse_args(argv)
-    model, tokenizer = load_translator(args.model_dir)
+    model, tokenizer = load_translator(args.model_dir, args.dtype)
     results = evaluate(
         model,
         tokenizer,
@@ -146,7 +166,10 @@ def main(argv=None):
         alpha=args.alpha,
         limit=args.limit,
     )
-    write_metrics(args.model_dir, results)
+    if args.dtype is not None:
+        # Beside the figures of the saved policy, not over them.
+        results = {f"{k}_{args.dtype}": v for k, v in results.items()}
+    write_metrics(args.model_dir, results, merge=args.dtype is not None)
 
 
 if __name__ == "__main__":

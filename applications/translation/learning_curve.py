@@ -91,18 +91,6 @@ def select_every(points, every):
     return kept
 
 
-def load_model(run_dir, dtype=None):
-    """The run's `model.keras`, rebuilt under `dtype` when one is given."""
-    model, tokenizer = evaluate.load_translator(run_dir)
-    if dtype is None or model.dtype_policy.name == dtype:
-        return model, tokenizer
-    config = model.get_config()
-    config["dtype"] = dtype
-    rebuilt = model.__class__.from_config(config)
-    rebuilt.set_weights(model.get_weights())
-    return rebuilt, tokenizer
-
-
 def bleu_point(model, tokenizer, sources, references, beam_size, alpha):
     start = time.monotonic()
     hypotheses = translation.translate(
@@ -141,7 +129,7 @@ def run_curve(run_dir, args):
         (label, path, m) for label, path, m in points if label not in results
     ]
     if todo or "final model" not in results:
-        model, tokenizer = load_model(run_dir, args.dtype)
+        model, tokenizer = evaluate.load_translator(run_dir, args.dtype)
         final_weights = model.get_weights()
     for label, path, minutes in todo:
         model.load_weights(path)

@@ -128,6 +128,11 @@ class TransformerModelBase(keras.Model):
         parts = self._build_parts(arguments, dtype)
         inputs, outputs = self._build_graph(parts)
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+        if dtype is not None:
+            # A functional model keeps the global policy whatever `dtype`
+            # says; the layers were built with `dtype`, and `get_config`
+            # must save it, or the reloaded model computes in another one.
+            self.dtype_policy = dtype
         for name, value in vars(parts).items():
             setattr(self, name, value)
         for name, value in arguments.items():

@@ -417,3 +417,49 @@ def test_learning_curve_scores_each_checkpoint_and_the_final_model(
     monkeypatch.setattr(translation, "translate", None)  # fails if called
     assert curve.main(argv) == summary
     assert json.loads((tmp_path / curve.CACHE_FILE).read_text()) == cached
+
+
+def test_evaluate_decodes_a_mixed_precision_model_in_float32(tmp_path):
+    from keras_attention.utils import files
+
+    sys.path.insert(0, os.path.abspath(APP))
+    try:
+        import evaluate
+    finally:
+        sys.path.pop(0)
+    tokenizer = translation.train_tokenizer(
+        CORPUS,
+        vocabulary_size=60,
+        path=str(tmp_path / translation.TOKENIZER_FILE),
+    )
+    model = Transformer(
+        vocabulary_size=tokenizer.vocabulary_size(),
+        num_layers=1,
+        hidden_dim=16,
+        num_heads=2,
+        intermediate_dim=16,
+        dtype="mixed_bfloat16",
+    )
+    ids = {
+        "encoder_token_ids": np.array([[5, 6, 2]], "int32"),
+        "decoder_token_ids": np.array([[1, 7, 8]], "int32"),
+    }
+    mixed = keras_ops_numpy(model(ids))
+    files.atomic_save(model, str(tmp_path / "model.keras"))
+    kept, _ = evaluate.load_translator(str(tmp_path))
+    assert kept.dtype_policy.name == "mixed_bfloat16"
+    rebuilt, _ = evaluate.load_translator(str(tmp_path), "float32")
+    assert rebuilt.dtype_policy.name == "float32"
+    assert rebuilt.decoder_blocks[0].compute_dtype == "float32"
+    for a, b in zip(rebuilt.get_weights(), model.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    exact = keras_ops_numpy(rebuilt(ids))
+    # Same weights, other arithmetic: close, not equal.
+    np.testing.assert_allclose(exact, mixed, atol=0.1)
+    assert not np.array_equal(exact, mixed)
+
+
+def keras_ops_numpy(x):
+    import keras
+
+    return keras.ops.convert_to_numpy(x).astype("float32")

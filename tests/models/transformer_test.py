@@ -78,6 +78,22 @@ def test_keras_file_reloads_with_same_outputs():
     np.testing.assert_allclose(to_numpy(revived(data)), expected, atol=1e-6)
 
 
+def test_dtype_argument_is_saved_and_reloaded():
+    # Built with `dtype` under a float32 global policy: the reloaded model
+    # must compute in the same policy, not the global one.
+    model = tiny(seed=1, dtype="mixed_bfloat16")
+    assert model.dtype_policy.name == "mixed_bfloat16"
+    data = inputs([[3, 4, 5, 0]], [[1, 6, 0]])
+    expected = to_numpy(model(data))
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "model.keras")
+        model.save(path)
+        revived = keras.saving.load_model(path, safe_mode=True)
+    assert revived.dtype_policy.name == "mixed_bfloat16"
+    assert revived.decoder_blocks[0].compute_dtype == "bfloat16"
+    np.testing.assert_array_equal(to_numpy(revived(data)), expected)
+
+
 def test_decode_step_with_caches_equals_full_decoder():
     model = tiny()
     source = np.array([[3, 4, 5, 0]], "int32")
