@@ -47,3 +47,12 @@ def pytest_collection_modifyitems(config, items):
 def fixed_seed():
     keras.utils.set_random_seed(1337)
     yield
+
+
+@pytest.fixture(autouse=True)
+def float32_policy_after_each_test():
+    # Applications set the global dtype policy (`--mixed-precision`, whose
+    # translation default `auto` is bfloat16 on CPUs that have it); the next
+    # test in the process must not inherit it.
+    yield
+    keras.config.set_dtype_policy("float32")

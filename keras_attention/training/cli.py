@@ -61,8 +61,9 @@ SHARED_FLAGS = {
     "mixed_precision": dict(
         choices=MIXED_PRECISION_CHOICES,
         help="Compute dtype: float16 (with loss scaling), bfloat16, none "
-        "(float32) or auto (bfloat16 on CPUs with native bfloat16 where it "
-        "was measured faster, else float32).",
+        "(float32) or auto (bfloat16 when training on a CPU with native "
+        "bfloat16 on a backend where it was measured faster and as good: "
+        "tensorflow; else float32).",
     ),
     "jit_compile": dict(
         choices=tuple(JIT_COMPILE),
