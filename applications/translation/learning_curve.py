@@ -124,42 +124,23 @@ def run_curve(run_dir, args):
     if args.limit:
         sources, references = sources[: args.limit], references[: args.limit]
     info = runs.read_json(run_dir, runs.TRAINING_FILE)
-    model, tokenizer = None, None
-    todo = [
-        (label, path, m) for label, path, m in points if label not in results
-    ]
-    if todo or "final model" not in results:
+    # The final model (`model.keras`, weights `None`: as loaded) last.
+    todo = [p for p in points if p[0] not in results]
+    if "final model" not in results:
+        todo.append(("final model", None, info["training_time_s"] / 60.0))
+    if todo:
         model, tokenizer = evaluate.load_translator(run_dir, args.dtype)
         final_weights = model.get_weights()
     for label, path, minutes in todo:
-        model.load_weights(path)
-        results[label] = dict(
-            bleu_point(
-                model,
-                tokenizer,
-                sources,
-                references,
-                args.beam_size,
-                args.alpha,
-            ),
-            minutes=round(minutes, 2),
+        if path is None:
+            model.set_weights(final_weights)
+        else:
+            model.load_weights(path)
+        point = bleu_point(
+            model, tokenizer, sources, references, args.beam_size, args.alpha
         )
+        results[label] = dict(point, minutes=round(minutes, 2))
         print(f"{run_dir} {label} ({minutes:.1f} min): {results[label]}")
-        _write_json(cache_path, cache)
-    if "final model" not in results:
-        model.set_weights(final_weights)
-        results["final model"] = dict(
-            bleu_point(
-                model,
-                tokenizer,
-                sources,
-                references,
-                args.beam_size,
-                args.alpha,
-            ),
-            minutes=round(info["training_time_s"] / 60.0, 2),
-        )
-        print(f"{run_dir} final model: {results['final model']}")
         _write_json(cache_path, cache)
     ordered = [(label, results[label]) for label, _, _ in points]
     return ordered, results["final model"], info

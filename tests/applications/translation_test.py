@@ -312,6 +312,17 @@ def test_average_last_includes_the_epoch_cut_by_the_time_limit(tmp_path):
 DATA = os.environ.get("KERAS_ATTENTION_DATA")
 
 
+def _tiny_translator(tokenizer, **kwargs):
+    return Transformer(
+        vocabulary_size=tokenizer.vocabulary_size(),
+        num_layers=1,
+        hidden_dim=16,
+        num_heads=2,
+        intermediate_dim=16,
+        **kwargs,
+    )
+
+
 def _learning_curve():
     sys.path.insert(0, os.path.abspath(APP))
     try:
@@ -357,14 +368,7 @@ def test_learning_curve_scores_each_checkpoint_and_the_final_model(
         vocabulary_size=60,
         path=str(tmp_path / translation.TOKENIZER_FILE),
     )
-    model = Transformer(
-        vocabulary_size=tokenizer.vocabulary_size(),
-        num_layers=1,
-        hidden_dim=16,
-        num_heads=2,
-        intermediate_dim=16,
-        seed=3,
-    )
+    model = _tiny_translator(tokenizer, seed=3)
     model(
         {
             "encoder_token_ids": np.ones((1, 3), "int32"),
@@ -432,14 +436,7 @@ def test_evaluate_decodes_a_mixed_precision_model_in_float32(tmp_path):
         vocabulary_size=60,
         path=str(tmp_path / translation.TOKENIZER_FILE),
     )
-    model = Transformer(
-        vocabulary_size=tokenizer.vocabulary_size(),
-        num_layers=1,
-        hidden_dim=16,
-        num_heads=2,
-        intermediate_dim=16,
-        dtype="mixed_bfloat16",
-    )
+    model = _tiny_translator(tokenizer, dtype="mixed_bfloat16")
     ids = {
         "encoder_token_ids": np.array([[5, 6, 2]], "int32"),
         "decoder_token_ids": np.array([[1, 7, 8]], "int32"),
