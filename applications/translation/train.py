@@ -16,9 +16,9 @@ Several devices, mixed precision and XLA: `--strategy
 none|mirrored|multi_worker|data_parallel` (default `auto`: MirroredStrategy
 with several GPUs on tensorflow, DataParallel with several devices on jax),
 `--mixed-precision auto|none|float16|bfloat16` (default `auto`: bfloat16
-when training on a CPU with native bfloat16, float32 elsewhere; measured
-on Multi30k in applications/translation/README.md), `--jit-compile
-auto|true|false`; see docs/distributed_training.md.
+when training on tensorflow on a CPU with native bfloat16, float32
+elsewhere; measured on Multi30k in applications/translation/README.md),
+`--jit-compile auto|true|false`; see docs/distributed_training.md.
 
 Set the backend with KERAS_BACKEND (tensorflow, jax or torch). The output
 directory receives `model.keras`, `tokenizer.model`, `training.json`,

@@ -27,6 +27,14 @@ def tiny(**kwargs):
     return Transformer(**config)
 
 
+def reloaded(model):
+    """`model` saved to a `.keras` file and loaded with `safe_mode=True`."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "model.keras")
+        model.save(path)
+        return keras.saving.load_model(path, safe_mode=True)
+
+
 def inputs(source, target):
     return {
         "encoder_token_ids": np.array(source, "int32"),
@@ -69,10 +77,7 @@ def test_keras_file_reloads_with_same_outputs():
     model = tiny(seed=1)
     data = inputs([[3, 4, 5, 0]], [[1, 6, 0]])
     expected = to_numpy(model(data))
-    with tempfile.TemporaryDirectory() as directory:
-        path = os.path.join(directory, "model.keras")
-        model.save(path)
-        revived = keras.saving.load_model(path, safe_mode=True)
+    revived = reloaded(model)
     assert isinstance(revived, Transformer)
     assert revived.get_config() == model.get_config()
     np.testing.assert_allclose(to_numpy(revived(data)), expected, atol=1e-6)
@@ -85,10 +90,7 @@ def test_dtype_argument_is_saved_and_reloaded():
     assert model.dtype_policy.name == "mixed_bfloat16"
     data = inputs([[3, 4, 5, 0]], [[1, 6, 0]])
     expected = to_numpy(model(data))
-    with tempfile.TemporaryDirectory() as directory:
-        path = os.path.join(directory, "model.keras")
-        model.save(path)
-        revived = keras.saving.load_model(path, safe_mode=True)
+    revived = reloaded(model)
     assert revived.dtype_policy.name == "mixed_bfloat16"
     assert revived.decoder_blocks[0].compute_dtype == "bfloat16"
     np.testing.assert_array_equal(to_numpy(revived(data)), expected)
