@@ -1,7 +1,8 @@
 """Evaluates a trained NLI model and draws alignment heatmaps.
 
 Reads `model.keras`, `vocabulary.txt` and `config.json` from a training
-run's output directory, prints the accuracy on `--split`, and for a
+run's output directory, prints the accuracy on `--split` (for ReSAN
+also the samplers' selection percentage at inference), and for a
 decomposable attention model writes `alignment_<n>.png` heatmaps of the
 soft alignment between premise and hypothesis for `--examples` pairs.
 
@@ -56,13 +57,31 @@ def main(argv=None):
     premise_tokens, premise_ids = encode(premises, index)
     hypothesis_tokens, hypothesis_ids = encode(hypotheses, index)
     inputs = {"premise": premise_ids, "hypothesis": hypothesis_ids}
-    probabilities = model.predict(inputs, batch_size=256, verbose=0)
-    predictions = np.argmax(probabilities, axis=-1)
-    accuracy = float(np.mean(predictions == data.encode_labels(labels)))
-    print(f"{args.split} accuracy: {accuracy:.4f} ({len(labels)} pairs)")
+    outputs = model.predict(inputs, batch_size=256, verbose=0)
+    results = {}
+    if isinstance(outputs, dict):
+        # ReSAN: class probabilities beside the samplers' outputs.
+        results["selection_percentage"] = float(
+            np.mean(outputs["selection_percentage"])
+        )
+        outputs = outputs["probabilities"]
+    predictions = np.argmax(outputs, axis=-1)
+    results["accuracy"] = float(
+        np.mean(predictions == data.encode_labels(labels))
+    )
+    print(
+        f"{args.split} accuracy: {results['accuracy']:.4f} "
+        f"({len(labels)} pairs)"
+    )
+    if "selection_percentage" in results:
+        print(
+            "selection percentage at inference (head fraction x dependent "
+            f"fraction, mean over sentences): "
+            f"{results['selection_percentage']:.4f}"
+        )
 
     if ALIGNMENT_LAYER not in [layer.name for layer in model.layers]:
-        return accuracy
+        return results
     import matplotlib.pyplot as plt
 
     for n in args.examples:
@@ -80,7 +99,7 @@ def main(argv=None):
         ax.figure.savefig(path, dpi=120)
         plt.close(ax.figure)
         print(f"wrote {path}")
-    return accuracy
+    return results
 
 
 if __name__ == "__main__":

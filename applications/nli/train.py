@@ -411,6 +411,17 @@ class KeepNewest(keras.callbacks.Callback):
             os.remove(old)
 
 
+def mean_selection_percentage(model, x, batch_size=256):
+    """ReSAN: the samplers' mean selection percentage at inference.
+
+    The authors' percentage of each sentence (head fraction times dependent
+    fraction of its real tokens, `models.selection_percentage`), averaged
+    over premises and hypotheses.
+    """
+    outputs = model.predict(x, batch_size=batch_size, verbose=0)
+    return float(np.mean(outputs["selection_percentage"]))
+
+
 def trainable_parameters(model):
     return int(sum(np.prod(w.shape) for w in model.trainable_weights))
 
@@ -513,14 +524,17 @@ def train(config):
     training.end_data_parallel()  # evaluation takes batches of any size
 
     def evaluate():
-        return {
-            f"{split}_accuracy": model.evaluate(
-                bucketed(*arrays[split], config).as_dataset(),
-                verbose=0,
-                return_dict=True,
+        results = {}
+        for split in ("dev", "test"):
+            batches = bucketed(*arrays[split], config).as_dataset()
+            results[f"{split}_accuracy"] = model.evaluate(
+                batches, verbose=0, return_dict=True
             )["accuracy"]
-            for split in ("dev", "test")
-        }
+            if config.model == "resan":
+                results[f"{split}_selection_percentage"] = (
+                    mean_selection_percentage(model, arrays[split][0])
+                )
+        return results
 
     # The weights of the epoch with the best dev accuracy ...
     model.load_weights(checkpoint)

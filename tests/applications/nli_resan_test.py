@@ -46,6 +46,16 @@ def test_resan_smoke_run_writes_metrics_and_a_loadable_model(tmp_path):
     assert isinstance(model, train.MODEL_BUILDERS["resan"])
     assert tuple(model.output["probabilities"].shape) == (None, 3)
     assert tuple(model.output["selection_percentage"].shape) == (None, 2)
+    for split in ("dev", "test"):
+        assert 0.0 <= written[f"{split}_selection_percentage"] <= 1.0
+    # evaluate.py reads a ReSAN run (its outputs are a dict) and reports
+    # the accuracy and the samplers' selection percentage.
+    evaluate = helpers.load_script(
+        ROOT / "applications" / "nli" / "evaluate.py", "nli_evaluate_resan"
+    )
+    result = evaluate.main(["--run-dir", str(tmp_path), "--split", "dev"])
+    assert 0.0 <= result["accuracy"] <= 1.0
+    assert 0.0 <= result["selection_percentage"] <= 1.0
 
 
 def test_resan_schedule_defaults():
