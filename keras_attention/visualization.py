@@ -135,14 +135,22 @@ def plot_alignment(
     return ax
 
 
-def plot_reinforced_attention(layer, inputs, tokens, mask=None, title=None):
+def plot_reinforced_attention(
+    layer,
+    inputs,
+    tokens,
+    mask=None,
+    title=None,
+    heads=None,
+    dependents=None,
+):
     """Draws what a `ReinforcedSelfAttention` layer does on one sentence.
 
-    The top panel marks the tokens its two samplers selected as heads and
-    as dependents (inference rule, so the figure is reproducible); the
-    bottom panel is the soft attention matrix among them, averaged over
-    features (row = head, column = dependent), as in Figure 2 of the ReSAN
-    paper.
+    The top panel marks the tokens selected as heads and as dependents (by
+    the layer's own samplers under their inference rule, so the figure is
+    reproducible, or given as `heads` and `dependents`); the bottom panel
+    is the soft attention matrix among them, averaged over features (row =
+    head, column = dependent), as in Figure 2 of the ReSAN paper.
 
     Args:
         layer: a built `keras_attention.layers.ReinforcedSelfAttention`
@@ -152,6 +160,10 @@ def plot_reinforced_attention(layer, inputs, tokens, mask=None, title=None):
         tokens: list of the sentence's tokens (at most `T`).
         mask: optional boolean array `(1, T)` or `(T,)`.
         title: optional figure title.
+        heads, dependents: optional boolean arrays `(1, T)` or `(T,)`:
+            selections made outside the layer (the ReSAN encoder's shared
+            samplers, for a layer built with `use_samplers=False`). Pass
+            both or neither.
 
     Returns:
         The matplotlib `Figure`.
@@ -174,9 +186,17 @@ def plot_reinforced_attention(layer, inputs, tokens, mask=None, title=None):
             f"Argument `tokens` has {len(tokens)} tokens but the sentence "
             f"has {inputs.shape[1]} positions. Received: tokens={tokens!r}"
         )
+    if heads is not None:
+        heads = np.asarray(ops.convert_to_numpy(heads), bool).reshape(1, -1)
+    if dependents is not None:
+        dependents = np.asarray(
+            ops.convert_to_numpy(dependents), bool
+        ).reshape(1, -1)
     _, heads, dependents, _, scores = layer(
         inputs,
         mask=mask,
+        heads=heads,
+        dependents=dependents,
         return_selections=True,
         return_attention_scores=True,
     )

@@ -304,3 +304,31 @@ def test_figure_shows_selection_and_attention_matrix():
     assert [t.get_text() for t in bottom.get_xticklabels()] == tokens
     with pytest.raises(ValueError, match="has 7 tokens"):
         plot_reinforced_attention(layer, x, tokens + ["."])
+
+
+def test_figure_draws_selections_made_outside_the_layer():
+    # The ReSAN encoder's directions own no samplers; the figure takes the
+    # shared samplers' selections.
+    from keras_attention.visualization import plot_reinforced_attention
+
+    layer = layers.ReinforcedSelfAttention(
+        direction="forward", use_samplers=False
+    )
+    x = RNG.normal(size=(1, 5, 4)).astype("float32")
+    heads = np.array([[True, False, True, True, False]])
+    deps = np.array([True, True, False, True, True])
+    figure = plot_reinforced_attention(
+        layer, x, list("abcde"), heads=heads, dependents=deps
+    )
+    top, bottom = figure.axes[:2]
+    np.testing.assert_array_equal(
+        top.images[0].get_array(), np.stack([heads[0], deps]).astype(float)
+    )
+    scores = bottom.images[0].get_array()
+    # Rows of unselected heads and columns of unselected dependents are
+    # empty; the forward direction leaves the diagonal and above empty.
+    assert np.all(scores[[1, 4]] == 0.0) and np.all(scores[:, 2] == 0.0)
+    assert np.all(np.triu(scores) == 0.0)
+    np.testing.assert_allclose(scores[3].sum(), 1.0, rtol=1e-5)
+    with pytest.raises(ValueError, match="Pass both `heads` and"):
+        plot_reinforced_attention(layer, x, list("abcde"), heads=heads)
