@@ -465,9 +465,9 @@ class TrainingSchedule(keras.layers.Layer):
 
     Call arguments:
         inputs: any tensor `(B, ...)`; only its batch size is read.
-        training: bool. Outside training both weights are `1`, and every
-            real token is selected while the counter is still below
-            `soft_only_steps` (the samplers have not been trained yet).
+        training: bool. Outside training both weights are `1`, and, with
+            a soft-only phase, every real token is selected until the
+            samplers' first training step (counter <= `soft_only_steps`).
 
     Returns:
         A float32 tensor `(B, 3)`: `select_all`, `task_weight` and
@@ -496,8 +496,13 @@ class TrainingSchedule(keras.layers.Layer):
             # network trained on every real token, and is evaluated so, as
             # the authors' code does: with untrained samplers its inputs
             # would differ from those it learned on.
-            untrained = ops.less(
-                ops.convert_to_tensor(self.step), self.soft_only_steps
+            # The counter equals `soft_only_steps` after the last soft
+            # step, still before the samplers' first.
+            untrained = ops.logical_and(
+                ops.less_equal(
+                    ops.convert_to_tensor(self.step), self.soft_only_steps
+                ),
+                ops.convert_to_tensor(self.soft_only_steps > 0),
             )
             weights = ops.concatenate(
                 [

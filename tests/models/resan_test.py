@@ -351,9 +351,18 @@ def test_soft_only_phase_selects_every_real_token():
         ops.convert_to_numpy(inference["selection_percentage"])[:, 0],
         (x["premise"] > 0).any(-1).astype("float32"),
     )
-    # Once the counter reaches `soft_only_steps`, the samplers decide.
-    model.get_layer("training_schedule").step.assign(10)
-    inference = model(x)
+    # After the last soft step (counter == soft_only_steps) the samplers
+    # are still untrained; after their first step they decide.
+    schedule = model.get_layer("training_schedule")
+    for step, select_all in ((10, 1.0), (11, 0.0)):
+        schedule.step.assign(step)
+        inference = model(x)
+        np.testing.assert_array_equal(
+            ops.convert_to_numpy(inference["training_phase"])[0],
+            [select_all, 1.0, 1.0],
+        )
+    # Without a soft-only phase the samplers decide from the start.
+    inference = classifier()(x)
     np.testing.assert_array_equal(
         ops.convert_to_numpy(inference["training_phase"])[0], [0.0, 1.0, 1.0]
     )
