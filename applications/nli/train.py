@@ -118,6 +118,13 @@ class Config:
         "accuracies under best_epoch.",
         minimum=0,
     )
+    ema_momentum: float = cli.flag(
+        0.0,
+        "Momentum of a moving average of the weights (0 = none; the "
+        "authors' 0.999). With it, the averaged weights are the ones "
+        "validated, kept and evaluated, and the trained weights' dev "
+        "accuracy is recorded beside them.",
+    )
     max_length: int = cli.flag(
         100, "Longer sentences are cut (and counted).", minimum=1
     )
@@ -333,8 +340,54 @@ class TrainingTimer(keras.callbacks.Callback):
 def make_optimizer(config):
     rate = config.learning_rate or DEFAULT_LEARNING_RATES[config.optimizer]
     if config.optimizer == "adagrad":
-        return keras.optimizers.Adagrad(learning_rate=rate)
-    return keras.optimizers.Adam(learning_rate=rate)
+        optimizer = keras.optimizers.Adagrad(learning_rate=rate)
+    else:
+        optimizer = keras.optimizers.Adam(learning_rate=rate)
+    return training.with_moving_average(optimizer, config.ema_momentum)
+
+
+class MovingAverageIn(keras.callbacks.Callback):
+    """At an epoch's end, puts the moving average of the weights in the
+    model, for the callbacks after it, until `MovingAverageOut` runs.
+
+    `fit` validated the trained weights; this callback validates the
+    averaged ones, reports them as `val_accuracy` and `val_loss` (so the
+    best-dev checkpoint monitors and saves the averaged model) and keeps the
+    trained weights' figures as `val_accuracy_trained_weights` and
+    `val_loss_trained_weights`.
+    """
+
+    def __init__(self, dev):
+        super().__init__()
+        self.dev = dev
+        self.active = None
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.active = training.moving_average_weights(self.model)
+        if not self.active.__enter__() or logs is None:
+            return
+        for key in ("accuracy", "loss"):
+            logs[f"val_{key}_trained_weights"] = logs.get(f"val_{key}")
+        averaged = self.model.evaluate(self.dev, verbose=0, return_dict=True)
+        logs.update({f"val_{k}": v for k, v in averaged.items()})
+        print(
+            f" - dev accuracy: trained weights "
+            f"{logs['val_accuracy_trained_weights']:.4f}, moving average "
+            f"{logs['val_accuracy']:.4f}"
+        )
+
+
+class MovingAverageOut(keras.callbacks.Callback):
+    """Puts the trained weights back after `MovingAverageIn`."""
+
+    def __init__(self, swap_in):
+        super().__init__()
+        self.swap_in = swap_in
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.swap_in.active is not None:
+            self.swap_in.active.__exit__(None, None, None)
+            self.swap_in.active = None
 
 
 def bucketed(x, y, config, shuffle=False):
@@ -497,6 +550,7 @@ def train(config):
     # starts at the backup's epoch: a resumed run sees the batches an
     # uninterrupted run sees.
     batches = bucketed(x_train, y_train, config, shuffle=True)
+    validation = training.divisible_batches(bucketed(*dev, config).as_dataset())
     callbacks = [best, timer, backup]
     epoch_dir = os.path.join(config.output_dir, "checkpoints")
     if config.average_last > 1:
@@ -508,14 +562,19 @@ def train(config):
             ),
             KeepNewest(epoch_dir, config.average_last),
         ]
+    if config.ema_momentum:
+        # The checkpoints above see the averaged weights; the backup (and
+        # the next epoch) the trained ones.
+        swap_in = MovingAverageIn(validation)
+        # The timer first: epoch times leave out the extra evaluation.
+        callbacks = [timer, swap_in, *callbacks[:-2]]
+        callbacks += [MovingAverageOut(swap_in), backup]
     start = time.perf_counter()
-    model.fit(
+    history = model.fit(
         batches.as_dataset(epochs=None, initial_epoch=backup.initial_epoch()),
         steps_per_epoch=len(batches),
         shuffle=False,  # the stream is shuffled, one order per epoch
-        validation_data=training.divisible_batches(
-            bucketed(*dev, config).as_dataset()
-        ),
+        validation_data=validation,
         epochs=config.epochs,
         callbacks=callbacks,
         verbose=config.verbose,
@@ -569,6 +628,14 @@ def train(config):
         "optimizer": config.optimizer,
         **info,
     }
+    if config.ema_momentum:
+        # Dev accuracy per epoch of this process's `fit` (a resumed run
+        # lists the epochs after the resume), averaged and trained weights.
+        metrics["ema_momentum"] = config.ema_momentum
+        metrics["dev_accuracy_by_epoch"] = history.history["val_accuracy"]
+        metrics["dev_accuracy_by_epoch_trained_weights"] = history.history.get(
+            "val_accuracy_trained_weights", []
+        )
     runs.write_metrics(config.output_dir, metrics)
     print(json.dumps(metrics, indent=2))
     return metrics

@@ -277,3 +277,87 @@ def test_average_last_ends_with_the_mean_of_the_last_epochs(tmp_path):
     assert final_model.evaluate(dev, verbose=0, return_dict=True)[
         "accuracy"
     ] == pytest.approx(metrics["dev_accuracy"])
+
+
+def test_moving_average_callbacks_show_the_average_between_them():
+    # Callbacks between MovingAverageIn and MovingAverageOut (the
+    # checkpoints) see the averaged weights; the next epoch trains on.
+    train = load_script()
+    model = keras.Sequential(
+        [keras.Input((3,)), keras.layers.Dense(2, activation="softmax")]
+    )
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.5, use_ema=True, ema_momentum=0.5),
+        loss="sparse_categorical_crossentropy",
+        metrics=["accuracy"],
+    )
+    x = np.random.default_rng(0).normal(size=(16, 3)).astype("float32")
+    y = (x[:, 0] > 0).astype("int32")
+    dev = (x[:8], y[:8])
+    # As in the application: the dev set is a dataset of (x, y) batches.
+    import tensorflow as tf
+
+    dev_batches = tf.data.Dataset.from_tensor_slices(dev).batch(4)
+
+    class Probe(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def on_epoch_end(self, epoch, logs=None):
+            self.seen.append(
+                ([np.array(w) for w in self.model.get_weights()], dict(logs))
+            )
+
+        def on_train_end(self, logs=None):
+            # `fit` then copies the averages into the model.
+            self.averages = [
+                np.array(v)
+                for v in self.model.optimizer._model_variables_moving_average
+            ]
+
+    swap_in = train.MovingAverageIn(dev_batches)
+    between, after = Probe(), Probe()
+    model.fit(
+        x,
+        y,
+        batch_size=4,
+        epochs=2,
+        validation_data=dev,
+        callbacks=[swap_in, between, train.MovingAverageOut(swap_in), after],
+        verbose=0,
+    )
+    seen, logs = between.seen[-1]
+    trained = after.seen[-1][0]
+    for inside, average in zip(seen, after.averages):
+        np.testing.assert_allclose(inside, average, atol=1e-6)
+    assert not np.allclose(seen[0], trained[0])  # the average lags
+    # Between the two, val_accuracy is the average's, the trained
+    # weights' figure sits beside it.
+    for key in ("val_accuracy_trained_weights", "val_loss_trained_weights"):
+        assert key in logs
+    with_average = keras.models.clone_model(model)
+    with_average.set_weights(seen)
+    with_average.compile(loss="sparse_categorical_crossentropy")
+    assert logs["val_loss"] == pytest.approx(
+        with_average.evaluate(*dev, verbose=0, return_dict=True)["loss"],
+        rel=1e-5,
+    )
+
+
+@needs_data
+def test_ema_momentum_keeps_the_best_averaged_model(tmp_path):
+    train = load_script()
+    config = train.parse_args(
+        ["--smoke", "--model", "bow", "--dataset", "sick", "--hidden-dim", "8"]
+        + ["--epochs", "3", "--ema-momentum", "0.5", "--verbose", "0"]
+        + ["--output-dir", str(tmp_path)]
+    )
+    metrics = train.train(config)
+    assert metrics["ema_momentum"] == 0.5
+    assert len(metrics["dev_accuracy_by_epoch"]) == 3
+    assert len(metrics["dev_accuracy_by_epoch_trained_weights"]) == 3
+    # The kept model is the best epoch's average.
+    assert metrics["dev_accuracy"] == pytest.approx(
+        max(metrics["dev_accuracy_by_epoch"])
+    )
