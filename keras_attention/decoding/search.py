@@ -11,7 +11,9 @@ Both searches take a model with one of two decoding interfaces:
   `encode` method): `initial_cache(batch_size, max_length)`,
   `decode_step(ids, index, self_attention_cache)`, `decode(ids)`.
 
-Both also have `max_sequence_length`. For an encoder-decoder model
+Both also have `max_sequence_length`. The models of this package also
+have private per-layer versions of `initial_cache` and `decode_step`,
+which the searches use (see `_cache_methods`). For an encoder-decoder model
 `encoder_token_ids` are the sources; for a decoder-only model they are the
 prompts, right-padded with `0`: the decoder reads `start_id`, then each
 row's prompt (its tokens are forced, not chosen), then the continuation,
@@ -341,10 +343,11 @@ def _next_token_log_probs(model, step, tokens, state, use_cache, length):
     if use_cache:
         # (B', L + 1) -> (B', 1)
         current = ops.expand_dims(ops.take(tokens, step, axis=1), 1)
+        decode_step = _cache_methods(model)[1]
         if decoder_only:
-            logits, self_cache = model.decode_step(current, step, self_cache)
+            logits, self_cache = decode_step(current, step, self_cache)
         else:
-            logits, self_cache = model.decode_step(
+            logits, self_cache = decode_step(
                 current, step, self_cache, cross_cache, encoder_mask
             )
         logits = logits[:, 0]
@@ -365,11 +368,35 @@ def _next_token_log_probs(model, step, tokens, state, use_cache, length):
     return log_probs, self_cache
 
 
+def _cache_methods(model):
+    """`(initial_cache, decode_step)` of `model` for the searches.
+
+    The models of this package also have `_initial_layer_caches` and
+    `_decode_layer_step`: the same methods on one `(keys, values)` pair per
+    layer instead of one stacked `(B, num_layers, 2, L, N, H)` tensor. A
+    step then writes the new token's keys and values into each pair and
+    the beam reorder gathers the pairs, where the stacked cache would be
+    sliced apart and stacked again (whole-cache copies) at every step.
+    Other models are decoded through their public methods.
+    """
+    if hasattr(model, "_decode_layer_step"):
+        return model._initial_layer_caches, model._decode_layer_step
+    return model.initial_cache, model.decode_step
+
+
+def _reorder_cache(cache, order):
+    """Gathers the rows `order` `(B',)` of a cache: one tensor or a nested
+    tuple of them (the per-layer pairs), each with the batch first."""
+    return keras.tree.map_structure(
+        lambda part: ops.take(part, order, axis=0), cache
+    )
+
+
 def _initial_state(model, encoder_token_ids, length, repeats, use_cache):
     if _decoder_only(model):
         rows = ops.shape(encoder_token_ids)[0] * repeats
         if use_cache:
-            self_cache = model.initial_cache(rows, length)
+            self_cache = _cache_methods(model)[0](rows, length)
         else:
             self_cache = ops.zeros((1,), "float32")  # loop-state placeholder
         return self_cache, None, None, None
@@ -379,7 +406,8 @@ def _initial_state(model, encoder_token_ids, length, repeats, use_cache):
         encoder_outputs = ops.repeat(encoder_outputs, repeats, axis=0)
         encoder_mask = ops.repeat(encoder_mask, repeats, axis=0)
     if use_cache:
-        self_cache, cross_cache = model.initial_cache(encoder_outputs, length)
+        initial_cache = _cache_methods(model)[0]
+        self_cache, cross_cache = initial_cache(encoder_outputs, length)
     else:
         # Placeholders so the loop state has the same structure.
         self_cache = cross_cache = ops.zeros((1,), encoder_outputs.dtype)
@@ -590,7 +618,7 @@ def _beam_fn(model, settings):
             if use_cache:
                 # Reorder the flat batch to follow the surviving beams.
                 order = ops.take_along_axis(origin, keep, axis=1)  # (B, K)
-                cache = ops.take(cache, ops.reshape(order, (-1,)), axis=0)
+                cache = _reorder_cache(cache, ops.reshape(order, (-1,)))
 
             # Finished: the K best of the kept ones and those ending now,
             # ranked by the length-normalised score. Extensions of
@@ -726,7 +754,7 @@ def _legacy_beam_fn(model, settings):
                 tokens, [0, step + 1], ops.reshape(chosen, (-1, 1))
             )
             if use_cache:
-                self_cache = ops.take(self_cache, order, axis=0)
+                self_cache = _reorder_cache(self_cache, order)
             return step + 1, tokens, scores, finished, lengths, self_cache
 
         step = ops.convert_to_tensor(0, "int32")

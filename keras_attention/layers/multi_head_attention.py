@@ -10,6 +10,7 @@ from keras_attention.ops import local_mask
 from keras_attention.ops import merge_masks
 from keras_attention.ops import pairwise_mask
 from keras_attention.ops import scaled_dot_product_attention
+from keras_attention.ops import single_query_attention
 from keras_attention.utils.dtypes import floating_inputs
 from keras_attention.utils.initializers import clone_initializer
 from keras_attention.utils.masks import drop_keras_masks
@@ -403,17 +404,59 @@ class MultiHeadAttention(keras.layers.Layer):
                 )
                 cache = ops.stack([k, v], axis=1)  # (B, 2, S, N, H)
 
+        output, scores = self._attend_heads(
+            q,
+            k,
+            v,
+            gate,
+            cached=cache is not None,
+            offset=0 if cache_update_index is None else cache_update_index,
+            query_mask=query_mask,
+            key_side_mask=merge_masks(value_mask, key_mask),
+            attention_mask=attention_mask,
+            use_causal_mask=use_causal_mask,
+            return_attention_scores=return_attention_scores,
+            training=training,
+        )
+        outputs = (output,)
+        if return_attention_scores:
+            outputs += (scores,)
+        if cache is not None:
+            outputs += (cache,)
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def _attend_heads(
+        self,
+        q,
+        k,
+        v,
+        gate,
+        cached,
+        offset,
+        query_mask,
+        key_side_mask,
+        attention_mask,
+        use_causal_mask,
+        return_attention_scores,
+        training,
+        single_query=False,
+    ):
+        """Projected heads -> `(output (B, T, F), scores or None)`: the
+        masks, the attention, the gate and the output projection.
+
+        `single_query=True` (one query per sequence, no scores, no dropout)
+        takes `single_query_attention`, which reads a cache without copying
+        it into a heads-first layout."""
         # Causal alone (no cache offset, band or padding) takes the backends'
         # causal kernels instead of a materialised mask. As in Keras, not for
         # subclasses that override `_compute_attention` with the older
         # signature: they get the materialised mask.
         causal_only = (
             use_causal_mask
-            and cache is None
+            and not cached
             and self.sliding_window is None
             and query_mask is None
-            and value_mask is None
-            and key_mask is None
+            and key_side_mask is None
             and attention_mask is None
             and type(self)._compute_attention
             is MultiHeadAttention._compute_attention
@@ -423,27 +466,102 @@ class MultiHeadAttention(keras.layers.Layer):
             mask = self._compute_attention_mask(
                 q,
                 k,
-                offset=0 if cache_update_index is None else cache_update_index,
+                offset=offset,
                 query_mask=query_mask,
-                key_side_mask=merge_masks(value_mask, key_mask),
+                key_side_mask=key_side_mask,
                 attention_mask=attention_mask,
                 use_causal_mask=use_causal_mask,
             )
-        extra = {"use_causal_mask": True} if causal_only else {}
-        attended, scores = self._compute_attention(
-            q, k, v, mask, training, return_attention_scores, **extra
-        )
+        if single_query:
+            attended, scores = (
+                single_query_attention(
+                    q, k, v, mask, scale=1.0 / math.sqrt(self.key_dim)
+                ),
+                None,
+            )
+        else:
+            extra = {"use_causal_mask": True} if causal_only else {}
+            attended, scores = self._compute_attention(
+                q, k, v, mask, training, return_attention_scores, **extra
+            )
         if gate is not None:
             attended = attended * gate
         # (B, T, N, Hv) -> (B, T, F)
-        output = self._output_dense(attended)
+        return self._output_dense(attended), scores
 
-        outputs = (output,)
-        if return_attention_scores:
-            outputs += (scores,)
-        if cache is not None:
-            outputs += (cache,)
-        return outputs[0] if len(outputs) == 1 else outputs
+    def _call_with_key_value_cache(
+        self,
+        query,
+        key_cache,
+        value_cache,
+        cache_update_index=None,
+        value_mask=None,
+        use_causal_mask=False,
+    ):
+        """The cached call with the keys and values as two tensors.
+
+        Computes what `call(query, query, cache=ops.stack([key_cache,
+        value_cache], axis=1), cache_update_index=..., value_mask=...,
+        use_causal_mask=...)` computes, for rank-3 inputs at inference,
+        without stacking the cache or slicing it apart: the decoding searches
+        keep one `(key_cache, value_cache)` pair per layer, so a step writes
+        the new token's keys and values in place instead of copying the
+        whole cache. One query per sequence (`T = 1`) attends with
+        `ops.single_query_attention`, which reads the caches in their
+        layout; several take the usual `_compute_attention`.
+
+        Args:
+            query: float tensor `(B, T, F)`.
+            key_cache: tensor `(B, S, N, H)`, the projected keys.
+            value_cache: tensor `(B, S, N, Hv)`, the projected values.
+            cache_update_index: int or scalar int tensor: the position of
+                the first query; its keys and values are written there. With
+                `None` (cross-attention), the caches are used as they are.
+            value_mask: optional boolean tensor `(B, S)` over the cache slots.
+            use_causal_mask: bool. Query `t` sees only slots
+                `s <= cache_update_index + t`.
+
+        Returns:
+            `(output, (key_cache, value_cache))`: `(B, T, F)` and the updated
+            caches.
+        """
+        query = floating_inputs(self.compute_dtype, query)
+        gate = self._gate_dense(query) if self.use_gate else None
+        q = self._query_dense(query)  # (B, T, N, H)
+        if cache_update_index is not None:
+            start = [0, cache_update_index, 0, 0]
+            key_cache = ops.slice_update(
+                key_cache,
+                start,
+                ops.cast(self._key_dense(query), key_cache.dtype),
+            )
+            value_cache = ops.slice_update(
+                value_cache,
+                start,
+                ops.cast(self._value_dense(query), value_cache.dtype),
+            )
+        output, _ = self._attend_heads(
+            q,
+            key_cache,
+            value_cache,
+            gate,
+            cached=True,
+            offset=0 if cache_update_index is None else cache_update_index,
+            query_mask=None,
+            key_side_mask=value_mask,
+            attention_mask=None,
+            use_causal_mask=use_causal_mask,
+            return_attention_scores=False,
+            training=False,
+            # One new token per step, as the searches decode, unless a
+            # subclass overrides the attention (Keras's override point).
+            single_query=(
+                q.shape[1] == 1
+                and type(self)._compute_attention
+                is MultiHeadAttention._compute_attention
+            ),
+        )
+        return output, (key_cache, value_cache)
 
     def _compute_attention(
         self,
@@ -591,10 +709,12 @@ class MultiHeadAttention(keras.layers.Layer):
         change while decoding; pass the result as `cache` with
         `cache_update_index=None`.
         """
+        return ops.stack(self._project_key_value(value, key), axis=1)
+
+    def _project_key_value(self, value, key=None):
+        """`(keys (B, S, N, H), values (B, S, N, Hv))` for a cache."""
         key = value if key is None else key
-        k = self._key_dense(key)  # (B, S, N, H)
-        v = self._value_dense(value)  # (B, S, N, Hv)
-        return ops.stack([k, v], axis=1)
+        return self._key_dense(key), self._value_dense(value)
 
     def _compute_attention_mask(
         self,

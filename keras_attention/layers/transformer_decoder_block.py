@@ -267,6 +267,16 @@ class TransformerDecoderBlock(TransformerBlockBase):
 
         # Causal self-attention, optionally over the cached prefix.
         def self_attend(x):
+            if isinstance(self_attention_cache, tuple):
+                # A (keys, values) pair from `_decode_step`.
+                attention = self.self_attention
+                attended, cache = attention._call_with_key_value_cache(
+                    x,
+                    *self_attention_cache,
+                    cache_update_index=cache_update_index,
+                    use_causal_mask=use_causal_mask,
+                )
+                return attended, (cache, ())
             attended = self.self_attention(
                 x,
                 x,
@@ -292,6 +302,15 @@ class TransformerDecoderBlock(TransformerBlockBase):
             # Encoder-decoder attention. With a cross-attention cache the
             # value input is only shape-checked, so the queries stand in.
             def cross_attend(x):
+                if isinstance(cross_attention_cache, tuple):
+                    attended, _ = (
+                        self.cross_attention._call_with_key_value_cache(
+                            x,
+                            *cross_attention_cache,
+                            value_mask=encoder_padding_mask,
+                        )
+                    )
+                    return attended, ()
                 memory = encoder_outputs if encoder_outputs is not None else x
                 attended = self.cross_attention(
                     x,
@@ -406,6 +425,62 @@ class TransformerDecoderBlock(TransformerBlockBase):
             (shape[0], shape[1], memory_shape[1]),
             "(batch, target_length, source_length)",
         )
+
+    def _decode_step(
+        self,
+        inputs,
+        self_attention_cache,
+        cache_update_index,
+        cross_attention_cache=None,
+        encoder_padding_mask=None,
+    ):
+        """The cached call at inference with one `(key, value)` pair per
+        cache, as the decoding searches keep them.
+
+        Computes what `call(inputs, self_attention_cache=ops.stack(
+        self_attention_cache, axis=1), cache_update_index=...,
+        cross_attention_cache=ops.stack(cross_attention_cache, axis=1),
+        encoder_padding_mask=..., training=False)` computes, without
+        stacking or slicing the caches.
+
+        Args:
+            inputs: float tensor `(B, T, F)`, the new tokens' hidden states.
+            self_attention_cache: tuple `(keys, values)` of `(B, L, N, H)`.
+            cache_update_index: int or scalar int tensor, the position of
+                the first new token.
+            cross_attention_cache: tuple `(keys, values)` of `(B, S, N, H)`
+                from `_cross_attention_key_value`; `None` in a decoder-only
+                block.
+            encoder_padding_mask: optional boolean tensor `(B, S)`.
+
+        Returns:
+            `(outputs, self_attention_cache)`: `(B, T, F)` and the updated
+            `(keys, values)`.
+        """
+        return self._decode(
+            inputs,
+            None,
+            None,
+            None,
+            None,
+            encoder_padding_mask,
+            None,
+            tuple(self_attention_cache),
+            cache_update_index,
+            (
+                None
+                if cross_attention_cache is None
+                else tuple(cross_attention_cache)
+            ),
+            True,
+            False,
+            False,
+        )
+
+    def _cross_attention_key_value(self, encoder_outputs):
+        """`compute_cross_attention_cache` as a `(keys, values)` pair of
+        `(B, S, N, H)`, for `_decode_step`."""
+        return self.cross_attention._project_key_value(encoder_outputs)
 
     def compute_cross_attention_cache(self, encoder_outputs):
         """Projects `encoder_outputs` `(B, S, F)` once into keys and values.

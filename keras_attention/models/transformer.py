@@ -167,22 +167,31 @@ class Transformer(TransformerModelBase):
             `(B, num_layers, 2, max_length, N, H)` and the projected encoder
             outputs, `(B, num_layers, 2, S, N, H)`.
         """
+        self_caches, cross_caches = self._initial_layer_caches(
+            encoder_outputs, max_length
+        )
+        return (
+            transformer_base.stack_cache(self_caches),
+            transformer_base.stack_cache(cross_caches),
+        )
+
+    def _initial_layer_caches(self, encoder_outputs, max_length):
+        """`initial_cache` with one `(keys, values)` pair of `(B, L, N, H)`
+        (self-attention) and `(B, S, N, H)` (cross-attention) per layer, the
+        layout of `_decode_layer_step` and of the decoding searches."""
         batch = ops.shape(encoder_outputs)[0]
         head_width = self.hidden_dim // self.num_heads
-        cross = [
-            block.compute_cross_attention_cache(encoder_outputs)
+        cross = tuple(
+            block._cross_attention_key_value(encoder_outputs)
             for block in self.decoder_blocks
-        ]
-        cross = ops.stack(cross, axis=1)
-        shape = (
-            batch,
-            self.num_layers,
-            2,
-            max_length,
-            self.num_heads,
-            head_width,
         )
-        return ops.zeros(shape, dtype=cross.dtype), cross
+        shape = (batch, max_length, self.num_heads, head_width)
+        dtype = cross[0][0].dtype
+        empty = tuple(
+            (ops.zeros(shape, dtype=dtype), ops.zeros(shape, dtype=dtype))
+            for _ in self.decoder_blocks
+        )
+        return empty, cross
 
     def decode_step(
         self,
@@ -211,6 +220,24 @@ class Transformer(TransformerModelBase):
             index,
             self_attention_cache,
             cross_attention_cache,
+            encoder_padding_mask,
+        )
+
+    def _decode_layer_step(
+        self,
+        token_ids,
+        index,
+        self_attention_caches,
+        cross_attention_caches,
+        encoder_padding_mask,
+    ):
+        """`decode_step` on the caches of `_initial_layer_caches`."""
+        return transformer_base.decode_layer_caches(
+            self,
+            token_ids,
+            index,
+            self_attention_caches,
+            cross_attention_caches,
             encoder_padding_mask,
         )
 

@@ -229,6 +229,9 @@ def decode_cached(
 ):
     """Runs the decoder blocks of `model` on new tokens with their caches.
 
+    The caches in the public, stacked layout; `decode_layer_caches` does
+    the work on one `(keys, values)` pair per layer.
+
     Args:
         model: a model with `token_embedding`, `decoder_blocks` and
             `decoder_norm`.
@@ -243,26 +246,81 @@ def decode_cached(
         `(logits, self_attention_cache)`: logits `(B, T, V)` and the
         updated cache.
     """
+    if cross_attention_cache is not None:
+        cross_attention_cache = split_cache(cross_attention_cache)
+    logits, caches = decode_layer_caches(
+        model,
+        token_ids,
+        index,
+        split_cache(self_attention_cache),
+        cross_attention_cache,
+        encoder_padding_mask,
+    )
+    return logits, stack_cache(caches)
+
+
+def decode_layer_caches(
+    model,
+    token_ids,
+    index,
+    self_attention_caches,
+    cross_attention_caches=None,
+    encoder_padding_mask=None,
+):
+    """`decode_cached` with one `(keys, values)` pair per layer.
+
+    This is the layout the decoding searches carry from step to step: a
+    step writes the new tokens' keys and values into each layer's pair,
+    and nothing copies the whole cache to stack or slice it.
+
+    Args:
+        model: as for `decode_cached`.
+        token_ids: int tensor `(B, T)`, the tokens at positions `index, ...`.
+        index: int or scalar int tensor.
+        self_attention_caches: tuple of `num_layers` pairs `(keys, values)`,
+            each `(B, L, N, H)`.
+        cross_attention_caches: tuple of `num_layers` pairs `(keys,
+            values)`, each `(B, S, N, H)`, or `None` for decoder-only
+            blocks.
+        encoder_padding_mask: boolean `(B, S)`, or `None`.
+
+    Returns:
+        `(logits, self_attention_caches)`: logits `(B, T, V)` and the
+        updated pairs.
+    """
     x = model.token_embedding(token_ids, start_index=index)
+    if cross_attention_caches is None:
+        cross_attention_caches = (None,) * len(model.decoder_blocks)
     caches = []
-    for i, block in enumerate(model.decoder_blocks):
-        x, cache = block(
+    for block, cache, cross in zip(
+        model.decoder_blocks, self_attention_caches, cross_attention_caches
+    ):
+        x, cache = block._decode_step(
             x,
+            cache,
+            index,
+            cross_attention_cache=cross,
             encoder_padding_mask=encoder_padding_mask,
-            self_attention_cache=self_attention_cache[:, i],
-            cross_attention_cache=(
-                None
-                if cross_attention_cache is None
-                else cross_attention_cache[:, i]
-            ),
-            cache_update_index=index,
-            training=False,
         )
         caches.append(cache)
     if model.decoder_norm is not None:
         x = model.decoder_norm(x)
     logits = model.token_embedding(x, reverse=True)
-    return logits, ops.stack(caches, axis=1)
+    return logits, tuple(caches)
+
+
+def split_cache(cache):
+    """`(B, num_layers, 2, L, N, H)` -> one `(keys, values)` pair of
+    `(B, L, N, H)` per layer."""
+    return tuple(
+        (cache[:, i, 0], cache[:, i, 1]) for i in range(ops.shape(cache)[1])
+    )
+
+
+def stack_cache(caches):
+    """One `(keys, values)` pair per layer -> `(B, num_layers, 2, L, N, H)`;
+    the inverse of `split_cache`."""
+    return ops.stack([ops.stack(pair, axis=1) for pair in caches], axis=1)
 
 
 def _check_arguments(arguments):

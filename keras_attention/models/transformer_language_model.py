@@ -131,16 +131,23 @@ class TransformerLanguageModel(TransformerModelBase):
         Returns:
             Zeros of shape `(B, num_layers, 2, max_length, N, H)`.
         """
-        head_width = self.hidden_dim // self.num_heads
-        shape = (
-            batch_size,
-            self.num_layers,
-            2,
-            max_length,
-            self.num_heads,
-            head_width,
+        return transformer_base.stack_cache(
+            self._initial_layer_caches(batch_size, max_length)
         )
-        return ops.zeros(shape, dtype=self.compute_dtype)
+
+    def _initial_layer_caches(self, batch_size, max_length):
+        """`initial_cache` as one `(keys, values)` pair of `(B, L, N, H)`
+        per layer, the layout of `_decode_layer_step` and of the decoding
+        searches."""
+        head_width = self.hidden_dim // self.num_heads
+        shape = (batch_size, max_length, self.num_heads, head_width)
+        return tuple(
+            (
+                ops.zeros(shape, dtype=self.compute_dtype),
+                ops.zeros(shape, dtype=self.compute_dtype),
+            )
+            for _ in self.decoder_blocks
+        )
 
     def decode_step(self, token_ids, index, self_attention_cache):
         """Decodes the tokens at positions `index, index + 1, ...`.
@@ -156,6 +163,12 @@ class TransformerLanguageModel(TransformerModelBase):
         """
         return transformer_base.decode_cached(
             self, token_ids, index, self_attention_cache
+        )
+
+    def _decode_layer_step(self, token_ids, index, self_attention_caches):
+        """`decode_step` on the caches of `_initial_layer_caches`."""
+        return transformer_base.decode_layer_caches(
+            self, token_ids, index, self_attention_caches
         )
 
 

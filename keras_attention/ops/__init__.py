@@ -6,6 +6,7 @@ of a `tf.distribute` step that hand-written loss terms need.
 """
 
 from keras_attention.ops.attention import scaled_dot_product_attention
+from keras_attention.ops.attention import single_query_attention
 from keras_attention.ops.masking import causal_mask
 from keras_attention.ops.masking import large_negative
 from keras_attention.ops.masking import local_mask
@@ -35,6 +36,7 @@ __all__ = [
     "replica_sum",
     "scale_for_replicas",
     "scaled_dot_product_attention",
+    "single_query_attention",
     "sinusoidal_encoding",
     "sinusoidal_positions",
 ]

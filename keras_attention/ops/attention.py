@@ -122,6 +122,82 @@ def scaled_dot_product_attention(
     return output
 
 
+def single_query_attention(query, key, value, mask=None, scale=None):
+    """Scaled dot-product attention of one query per sequence, the shape of
+    decoding one token with a key/value cache.
+
+    Computes what `scaled_dot_product_attention` computes at `T = 1`, with
+    products and sums over the keys in place of batched matrix products:
+
+    ```
+    logits  = sum(query[:, 0, None] * key, axis=-1) * scale  # (B, S, N)
+    weights = masked_softmax(logits, mask, axis=1)           # over the keys
+    output  = sum(weights[..., None] * value, axis=1)        # (B, N, Hv)
+    ```
+
+    Each key and value is read once, in the `(B, S, N, H)` layout a cache
+    keeps them in. The batched products of `scaled_dot_product_attention`
+    (a `(1, H) @ (H, S)` product per sequence and head) first copy the keys
+    and values into a heads-first layout; on a CPU (XLA and tensorflow)
+    that copy of the whole cache, at every decoding step and layer, costs
+    more than the arithmetic of a single query.
+
+    Masking: `mask` is boolean, `True` = keep. A query whose keys are all
+    masked gets zero weights and a zero output, never NaN. Half precision
+    logits and the softmax are computed in float32.
+
+    Args:
+        query: tensor of shape `(B, 1, N, H)`.
+        key: tensor of shape `(B, S, N, H)`.
+        value: tensor of shape `(B, S, N, Hv)`.
+        mask: optional boolean tensor broadcastable to `(B, 1, S)` (shared
+            by all heads), or of rank 4, broadcastable to `(B, N, 1, S)`
+            (one mask per head), as for `scaled_dot_product_attention`.
+        scale: float. Multiplies the logits. Defaults to `1 / sqrt(H)`.
+
+    Returns:
+        `output` of shape `(B, 1, N, Hv)`, in the dtype of `value`.
+
+    Example:
+
+    >>> from keras import ops
+    >>> query = ops.ones((2, 1, 4, 8))
+    >>> keys = ops.ones((2, 5, 4, 8))
+    >>> mask = ops.arange(5) < 3  # the first three cache slots are filled
+    >>> ops.shape(single_query_attention(query, keys, keys, mask[None, None]))
+    (2, 1, 4, 8)
+
+    References:
+        [Vaswani et al., 2017](https://arxiv.org/abs/1706.03762), eq. 1.
+    """
+    length = query.shape[1]
+    if len(query.shape) != 4 or length not in (1, None):
+        raise ValueError(
+            "`single_query_attention` takes one query per sequence: `query` "
+            "must have shape (batch, 1, num_heads, head_width). Received: "
+            f"query with shape {tuple(query.shape)}"
+        )
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.shape[-1])
+    dtype = value.dtype
+    compute_dtype = query.dtype
+    if dtype_name(compute_dtype) in ("float16", "bfloat16"):
+        compute_dtype = "float32"
+    # (B, 1, N, H) * (B, S, N, H) -> (B, S, N): one logit per key and head.
+    query = ops.cast(query, compute_dtype) * ops.cast(scale, compute_dtype)
+    logits = ops.sum(query * ops.cast(key, compute_dtype), axis=-1)
+    if mask is not None:
+        mask = ops.cast(mask, "bool")
+        while len(mask.shape) < 4:
+            mask = ops.expand_dims(mask, -3)  # (B, 1, 1, S)
+        # (B, N|1, 1, S) -> (B, S, N|1), the layout of the logits.
+        mask = ops.transpose(mask[:, :, 0, :], (0, 2, 1))
+    weights = masked_softmax(logits, mask, axis=1)
+    # (B, S, N, 1) * (B, S, N, Hv) -> (B, N, Hv) -> (B, 1, N, Hv)
+    weights = ops.cast(ops.expand_dims(weights, -1), dtype)
+    return ops.expand_dims(ops.sum(weights * value, axis=1), 1)
+
+
 def _fused_attention(
     query, key, value, mask, scale, flash_attention, is_causal
 ):

@@ -8,6 +8,7 @@ from keras import ops
 
 from keras_attention import decoding
 from keras_attention.models import TransformerLanguageModel
+from keras_attention.models import transformer_base
 
 START, END, SEPARATOR = 1, 2, 3
 
@@ -95,6 +96,37 @@ def test_decode_step_with_cache_equals_full_decoding(norm_first):
     cache = model.initial_cache(2, 5)
     first, cache = model.decode_step(ids[:, :3], 0, cache)
     rest, cache = model.decode_step(ids[:, 3:4], 3, cache)
+    np.testing.assert_allclose(to_numpy(first), full[:, :3], atol=1e-5)
+    np.testing.assert_allclose(to_numpy(rest), full[:, 3:4], atol=1e-5)
+
+
+def test_layer_caches_of_the_searches_equal_the_public_cache():
+    # The searches' (keys, values) pairs per layer against the stacked
+    # cache: one position at a time, then a prefill of three positions
+    # (several queries, the batched attention path).
+    model = tiny()
+    ids = np.array([[1, 6, 7, 8, 9], [1, 10, 11, 12, 13]], "int32")
+    stacked = model.initial_cache(2, 5)
+    pairs = model._initial_layer_caches(2, 5)
+    np.testing.assert_array_equal(
+        to_numpy(transformer_base.stack_cache(pairs)), to_numpy(stacked)
+    )
+    for t in range(5):
+        expected, stacked = model.decode_step(ids[:, t : t + 1], t, stacked)
+        actual, pairs = model._decode_layer_step(ids[:, t : t + 1], t, pairs)
+        np.testing.assert_allclose(
+            to_numpy(actual), to_numpy(expected), atol=1e-6
+        )
+    np.testing.assert_allclose(
+        to_numpy(transformer_base.stack_cache(pairs)),
+        to_numpy(stacked),
+        atol=1e-6,
+    )
+    full = to_numpy(model.decode(ids))
+    first, pairs = model._decode_layer_step(
+        ids[:, :3], 0, model._initial_layer_caches(2, 5)
+    )
+    rest, pairs = model._decode_layer_step(ids[:, 3:4], 3, pairs)
     np.testing.assert_allclose(to_numpy(first), full[:, :3], atol=1e-5)
     np.testing.assert_allclose(to_numpy(rest), full[:, 3:4], atol=1e-5)
 

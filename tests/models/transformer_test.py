@@ -7,6 +7,7 @@ import pytest
 from keras import ops
 
 from keras_attention.models import Transformer
+from keras_attention.models import transformer_base
 from keras_attention.models.transformer_base import PRESETS
 
 
@@ -110,6 +111,35 @@ def test_decode_step_with_caches_equals_full_decoder():
         )
         steps.append(to_numpy(logits))
     np.testing.assert_allclose(np.concatenate(steps, 1), full, atol=1e-5)
+
+
+def test_layer_caches_of_the_searches_equal_the_public_caches():
+    # The searches decode with one (keys, values) pair per layer; the
+    # public methods with stacked caches. Both give the same logits and
+    # caches, here with a padded source.
+    model = tiny()
+    source = np.array([[3, 4, 5, 0], [6, 0, 0, 0]], "int32")
+    target = np.array([[1, 6, 7, 8], [1, 9, 10, 11]], "int32")
+    encoded, mask = model.encode(source)
+    stacked, cross = model.initial_cache(encoded, 4)
+    pairs, cross_pairs = model._initial_layer_caches(encoded, 4)
+    np.testing.assert_array_equal(
+        to_numpy(transformer_base.stack_cache(cross_pairs)), to_numpy(cross)
+    )
+    for t in range(4):
+        ids = target[:, t : t + 1]
+        expected, stacked = model.decode_step(ids, t, stacked, cross, mask)
+        actual, pairs = model._decode_layer_step(
+            ids, t, pairs, cross_pairs, mask
+        )
+        np.testing.assert_allclose(
+            to_numpy(actual), to_numpy(expected), atol=1e-6
+        )
+    np.testing.assert_allclose(
+        to_numpy(transformer_base.stack_cache(pairs)),
+        to_numpy(stacked),
+        atol=1e-6,
+    )
 
 
 def test_presets_follow_the_paper():

@@ -119,3 +119,52 @@ def test_is_causal_matches_an_explicit_causal_mask(key_length, with_mask):
     np.testing.assert_allclose(to_numpy(fused), expected, atol=1e-5)
     np.testing.assert_allclose(to_numpy(explicit), expected, atol=1e-5)
     np.testing.assert_allclose(to_numpy(actual_weights), weights, atol=1e-6)
+
+
+@pytest.mark.parametrize("per_head", [False, True])
+def test_single_query_attention_matches_numpy(per_head):
+    query = RNG.normal(size=(3, 1, 2, 4)).astype("float32")
+    key = RNG.normal(size=(3, 6, 2, 4)).astype("float32")
+    value = RNG.normal(size=(3, 6, 2, 3)).astype("float32")
+    mask = RNG.random((3, 2, 1, 6)) > 0.3
+    mask[:, :, :, 0] = True
+    mask[2] = False  # a query with no key left
+    if not per_head:
+        mask = mask[:, :1]
+    expected = np.zeros((3, 1, 2, 3))
+    for head in range(2):
+        head_mask = mask[:, min(head, mask.shape[1] - 1)]  # (B, 1, S)
+        out, _ = numpy_scaled_dot_product_attention(
+            np.float64(query[:, :, head : head + 1]),
+            np.float64(key[:, :, head : head + 1]),
+            np.float64(value[:, :, head : head + 1]),
+            head_mask,
+        )
+        expected[:, :, head : head + 1] = out
+    actual = to_numpy(ka_ops.single_query_attention(query, key, value, mask))
+    np.testing.assert_allclose(actual, expected, atol=1e-5)
+    assert np.all(actual[2] == 0.0)
+    # The batched products give the same values.
+    batched = ka_ops.scaled_dot_product_attention(query, key, value, mask)
+    np.testing.assert_allclose(actual, to_numpy(batched), atol=1e-5)
+
+
+def test_single_query_attention_keeps_half_precision_finite():
+    # Logits of ~1e5 overflow float16; they are computed in float32.
+    query = np.full((1, 1, 1, 8), 120.0, "float16")
+    key = np.full((1, 4, 1, 8), 120.0, "float16")
+    value = RNG.normal(size=(1, 4, 1, 8)).astype("float16")
+    output = ka_ops.single_query_attention(query, key, value)
+    assert ops.dtype(output) == "float16"
+    np.testing.assert_allclose(
+        to_numpy(output)[0, 0],
+        np.float32(value).mean(1)[0],
+        atol=1e-2,
+    )
+
+
+def test_single_query_attention_refuses_several_queries():
+    query = np.zeros((2, 3, 2, 4), "float32")
+    key = np.zeros((2, 5, 2, 4), "float32")
+    with pytest.raises(ValueError, match=r"query with shape \(2, 3, 2, 4\)"):
+        ka_ops.single_query_attention(query, key, key)
