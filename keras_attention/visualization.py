@@ -189,9 +189,9 @@ def plot_reinforced_attention(
     if heads is not None:
         heads = np.asarray(ops.convert_to_numpy(heads), bool).reshape(1, -1)
     if dependents is not None:
-        dependents = np.asarray(
-            ops.convert_to_numpy(dependents), bool
-        ).reshape(1, -1)
+        dependents = np.asarray(ops.convert_to_numpy(dependents), bool).reshape(
+            1, -1
+        )
     _, heads, dependents, _, scores = layer(
         inputs,
         mask=mask,
