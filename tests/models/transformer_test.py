@@ -1,6 +1,7 @@
 import os
 import tempfile
 
+import helpers
 import keras
 import numpy as np
 import pytest
@@ -135,11 +136,7 @@ def test_layer_caches_of_the_searches_equal_the_public_caches():
         np.testing.assert_allclose(
             to_numpy(actual), to_numpy(expected), atol=1e-6
         )
-    np.testing.assert_allclose(
-        to_numpy(transformer_base.stack_cache(pairs)),
-        to_numpy(stacked),
-        atol=1e-6,
-    )
+    helpers.assert_layer_caches_equal_stacked(pairs, stacked)
 
 
 def test_presets_follow_the_paper():
