@@ -84,6 +84,17 @@ class Config:
     learning_rate: float = cli.flag(
         None, default_text="adam 1e-3, adagrad 0.05"
     )
+    sampler_optimizer: str = cli.flag(
+        "shared",
+        "resan: the samplers' optimizer. shared: the --optimizer updates "
+        "every variable; adadelta (the authors'), adam or adagrad: one of "
+        "the samplers' own, with --sampler-learning-rate.",
+        ("shared", "adadelta", "adam", "adagrad"),
+    )
+    sampler_learning_rate: float = cli.flag(
+        None,
+        default_text="adadelta 0.5 (the authors'), adam 1e-3, adagrad 0.05",
+    )
     hidden_dim: int = 200
     dropout: float = 0.2
     trainable_embeddings: bool = cli.flag(
@@ -147,7 +158,7 @@ MODEL_BUILDERS = {
     "bow": models.bag_of_words_model,
     "resan": models.ReSANClassifier,
 }
-DEFAULT_LEARNING_RATES = {"adam": 1e-3, "adagrad": 0.05}
+DEFAULT_LEARNING_RATES = {"adam": 1e-3, "adagrad": 0.05, "adadelta": 0.5}
 SMOKE_SIZES = {"train": 64, "dev": 32, "test": 32}
 
 
@@ -337,12 +348,25 @@ class TrainingTimer(keras.callbacks.Callback):
         self.epoch_seconds = list(state["epoch_seconds"])
 
 
+def new_optimizer(kind, learning_rate=None):
+    rate = learning_rate or DEFAULT_LEARNING_RATES[kind]
+    if kind == "adagrad":
+        return keras.optimizers.Adagrad(learning_rate=rate)
+    if kind == "adadelta":
+        # The authors' tf.compat.v1 Adadelta: rho 0.95, epsilon 1e-8.
+        return keras.optimizers.Adadelta(rate, rho=0.95, epsilon=1e-8)
+    return keras.optimizers.Adam(learning_rate=rate)
+
+
 def make_optimizer(config):
-    rate = config.learning_rate or DEFAULT_LEARNING_RATES[config.optimizer]
-    if config.optimizer == "adagrad":
-        optimizer = keras.optimizers.Adagrad(learning_rate=rate)
-    else:
-        optimizer = keras.optimizers.Adam(learning_rate=rate)
+    optimizer = new_optimizer(config.optimizer, config.learning_rate)
+    if config.model == "resan" and config.sampler_optimizer != "shared":
+        optimizer = models.resan.with_sampler_optimizer(
+            optimizer,
+            new_optimizer(
+                config.sampler_optimizer, config.sampler_learning_rate
+            ),
+        )
     return training.with_moving_average(optimizer, config.ema_momentum)
 
 
@@ -628,6 +652,8 @@ def train(config):
         "optimizer": config.optimizer,
         **info,
     }
+    if config.model == "resan":
+        metrics["sampler_optimizer"] = config.sampler_optimizer
     if config.ema_momentum:
         # Dev accuracy per epoch of this process's `fit` (a resumed run
         # lists the epochs after the resume), averaged and trained weights.
@@ -647,6 +673,22 @@ def check_flags(config):
         return (
             f"--intra needs --model decomposable. Received: --model "
             f"{config.model}"
+        )
+    sampler_flags = config.sampler_optimizer != "shared" or (
+        config.sampler_learning_rate is not None
+    )
+    if sampler_flags and config.model != "resan":
+        return (
+            "--sampler-optimizer and --sampler-learning-rate need --model "
+            f"resan. Received: --model {config.model}"
+        )
+    if (
+        config.sampler_learning_rate is not None
+        and config.sampler_optimizer == "shared"
+    ):
+        return (
+            "--sampler-learning-rate needs a --sampler-optimizer of the "
+            "samplers' own. Received: --sampler-optimizer shared"
         )
     if config.extra_training == "snli" and config.dataset != "sick":
         return (

@@ -660,6 +660,58 @@ def policy_gradient_loss(reward, log_prob):
     return -ops.mean(ops.sum(advantage * log_prob, axis=-1))
 
 
+# The variables of every layer whose name ends in "sampler", at any depth:
+# "head_sampler/keep_dense/bias", "forward_attention/head_sampler/...".
+SAMPLER_VARIABLES = r"(.*/)?[^/]*sampler/.*"
+
+
+def with_sampler_optimizer(optimizer, sampler_optimizer):
+    """The authors' two optimizers: one for the samplers, one for the rest.
+
+    The samplers' only gradient is the REINFORCE term and the other
+    variables' only gradient is the task loss (see `ReSANClassifier`), so
+    splitting the variables splits the losses as the authors' `train_op_rl`
+    (the `hard_network` variables) and `train_op_sl` (every other) do.
+    Adam, for example, normalises away the small scale of the policy
+    gradient; the authors' samplers take Adadelta's far smaller first steps.
+
+    ```python
+    model.compile(optimizer=models.resan.with_sampler_optimizer(
+        keras.optimizers.Adam(1e-3),
+        keras.optimizers.Adadelta(0.5, epsilon=1e-8),  # the authors'
+    ))
+    ```
+
+    Args:
+        optimizer: a `keras.optimizers.Optimizer` for every variable but
+            the samplers'.
+        sampler_optimizer: another one, for the variables of the layers
+            named `*sampler` (`SAMPLER_VARIABLES`).
+
+    Returns:
+        A `keras.optimizers.MultiOptimizer`, serializable with the model.
+    """
+    for name, value in (
+        ("optimizer", optimizer),
+        ("sampler_optimizer", sampler_optimizer),
+    ):
+        if not isinstance(value, keras.optimizers.Optimizer):
+            raise TypeError(
+                f"Argument `{name}` must be a `keras.optimizers.Optimizer`. "
+                f"Received: {name}={value!r}"
+            )
+    if optimizer is sampler_optimizer:
+        raise ValueError(
+            "Arguments `optimizer` and `sampler_optimizer` must be two "
+            f"optimizers. Received the same object twice: {optimizer!r}"
+        )
+    return keras.optimizers.MultiOptimizer(
+        keras.optimizers.OptimizerMap(
+            optimizer, {SAMPLER_VARIABLES: sampler_optimizer}
+        )
+    )
+
+
 @keras.saving.register_keras_serializable(package="keras_attention")
 class ReSANClassifier(_ReinforcedPairModel):
     """ReSAN for sentence-pair classification (NLI).

@@ -22,6 +22,7 @@ and at epoch ends; this is the same exchange for any code, including a
 
 import contextlib
 
+import keras
 from keras import ops
 
 
@@ -30,21 +31,36 @@ def base_optimizer(optimizer):
     return getattr(optimizer, "inner_optimizer", optimizer)
 
 
+def _updating_optimizers(optimizer):
+    # The optimizers that update variables: a `MultiOptimizer`'s inner
+    # ones (each keeps the average of its own variables), or the one.
+    optimizer = base_optimizer(optimizer)
+    if isinstance(optimizer, keras.optimizers.MultiOptimizer):
+        return list(optimizer.optimizers)
+    return [optimizer]
+
+
 def uses_moving_average(model):
-    """Whether `model` is compiled with an optimizer that has `use_ema`."""
+    """Whether `model` is compiled with an optimizer that has `use_ema`
+    (in a `MultiOptimizer`: any of its inner optimizers)."""
     optimizer = getattr(model, "optimizer", None)
     if optimizer is None:
         return False
-    return bool(getattr(base_optimizer(optimizer), "use_ema", False))
+    return any(
+        getattr(inner, "use_ema", False)
+        for inner in _updating_optimizers(optimizer)
+    )
 
 
 def _pairs(optimizer):
-    # Built by the optimizer's first step; before it there is nothing to
+    # Built by each optimizer's first step; before it there is nothing to
     # exchange.
-    averages = getattr(optimizer, "_model_variables_moving_average", None)
-    if not averages:
-        return []
-    return list(zip(optimizer._trainable_variables, averages))
+    pairs = []
+    for inner in _updating_optimizers(optimizer):
+        averages = getattr(inner, "_model_variables_moving_average", None)
+        if averages:
+            pairs += zip(inner._trainable_variables, averages)
+    return pairs
 
 
 def _exchange(pairs):
@@ -71,7 +87,7 @@ def moving_average_weights(model):
     if not uses_moving_average(model):
         yield False
         return
-    pairs = _pairs(base_optimizer(model.optimizer))
+    pairs = _pairs(model.optimizer)
     if not pairs:
         yield False
         return
@@ -86,7 +102,9 @@ def with_moving_average(optimizer, momentum):
     """`optimizer` keeping a moving average of momentum `momentum`.
 
     Args:
-        optimizer: a `keras.optimizers.Optimizer`, not yet built.
+        optimizer: a `keras.optimizers.Optimizer`, not yet built; a
+            `MultiOptimizer` built on a `keras.optimizers.OptimizerMap`
+            gets the average in each of its optimizers.
         momentum: float in `[0, 1)`; `0` or `None` keeps no average and
             returns `optimizer` unchanged.
 
@@ -100,9 +118,37 @@ def with_moving_average(optimizer, momentum):
             "Argument `momentum` must be a float in [0, 1). "
             f"Received: momentum={momentum!r}"
         )
+    if isinstance(optimizer, keras.optimizers.MultiOptimizer):
+        return _multi_with_moving_average(optimizer, momentum)
     config = optimizer.get_config()
     config.update({"use_ema": True, "ema_momentum": float(momentum)})
     return type(optimizer).from_config(config)
+
+
+def _multi_with_moving_average(optimizer, momentum):
+    mapping = optimizer._optimizer_map
+    if not isinstance(mapping, keras.optimizers.OptimizerMap):
+        raise ValueError(
+            "Argument `optimizer` must be a `MultiOptimizer` built on a "
+            "`keras.optimizers.OptimizerMap` to get a moving average; give "
+            "its inner optimizers `use_ema=True` instead. Received: "
+            f"optimizer={optimizer!r} mapping variables with {mapping!r}"
+        )
+    rebuilt = {}  # one rebuilt optimizer per inner one, shared as before
+
+    def average(inner):
+        if id(inner) not in rebuilt:
+            rebuilt[id(inner)] = with_moving_average(inner, momentum)
+        return rebuilt[id(inner)]
+
+    return keras.optimizers.MultiOptimizer(
+        keras.optimizers.OptimizerMap(
+            average(mapping.default_optimizer),
+            {key: average(mapping[key]) for key in mapping},
+        ),
+        loss_scale_factor=optimizer.loss_scale_factor,
+        name=optimizer.name,
+    )
 
 
 __all__ = [

@@ -7,6 +7,7 @@ import pytest
 from keras import ops
 
 from keras_attention import models
+from keras_attention.layers import ReinforcedSequenceSampler
 
 RNG = np.random.default_rng(17)
 
@@ -102,6 +103,65 @@ def test_policy_gradient_reaches_exactly_the_samplers(variant, count):
     assert max(np.abs(task[path]).max() for path in others) > 0.0
     (embedding,) = [path for path in task if "word_embedding" in path]
     assert np.abs(task[embedding]).max() > 0.0
+
+
+def sampler_layer_paths(model):
+    # The variables of every `ReinforcedSequenceSampler`, found by type.
+    return {
+        v.path
+        for layer in model._flatten_layers(include_self=False)
+        if isinstance(layer, ReinforcedSequenceSampler)
+        for v in layer.trainable_variables
+    }
+
+
+@pytest.mark.parametrize("variant,count", [("authors", 8), ("release_0_1", 16)])
+def test_sampler_optimizer_updates_exactly_the_samplers(variant, count):
+    # Each set moves only by its own optimizer: a zero learning rate on
+    # the other one leaves it exactly where it was.
+    x, y = pair_data(n=16)
+    for frozen in ("samplers", "others"):
+        model = classifier(dropout=0.0, variant=variant)
+        rates = {"samplers": 0.5, "others": 0.01, frozen: 0.0}
+        model.compile(
+            optimizer=models.resan.with_sampler_optimizer(
+                keras.optimizers.SGD(rates["others"]),
+                keras.optimizers.Adadelta(rates["samplers"]),
+            ),
+            loss="sparse_categorical_crossentropy",
+        )
+        before = {
+            v.path: np.array(ops.convert_to_numpy(v))
+            for v in model.trainable_variables
+        }
+        model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+        samplers = sampler_layer_paths(model)
+        assert len(samplers) == count
+        for v in model.trainable_variables:
+            moved = np.abs(ops.convert_to_numpy(v) - before[v.path]).max()
+            is_frozen = (v.path in samplers) == (frozen == "samplers")
+            if is_frozen:
+                assert moved == 0.0, (frozen, v.path)
+        moving = [
+            np.abs(ops.convert_to_numpy(v) - before[v.path]).max()
+            for v in model.trainable_variables
+            if (v.path in samplers) != (frozen == "samplers")
+        ]
+        assert max(moving) > 0.0, frozen
+        adadelta = [
+            o
+            for o in model.optimizer.optimizers
+            if isinstance(o, keras.optimizers.Adadelta)
+        ]
+        assert {v.path for v in adadelta[0]._trainable_variables} == samplers
+
+
+def test_with_sampler_optimizer_rejects_what_is_not_two_optimizers():
+    adam = keras.optimizers.Adam()
+    with pytest.raises(TypeError, match="Received: sampler_optimizer='adam'"):
+        models.resan.with_sampler_optimizer(adam, "adam")
+    with pytest.raises(ValueError, match="the same object twice"):
+        models.resan.with_sampler_optimizer(adam, adam)
 
 
 def numpy_percentage(heads, dependents, mask):

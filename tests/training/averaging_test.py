@@ -95,3 +95,58 @@ def test_with_moving_average_sets_the_momentum_and_rejects_bad_values():
     for bad in (1.0, -0.1, True):
         with pytest.raises(ValueError, match=f"Received: momentum={bad!r}"):
             training.with_moving_average(keras.optimizers.Adam(), bad)
+
+
+def split_model(momentum):
+    # Two layers, each updated by its own optimizer of a MultiOptimizer.
+    keras.utils.set_random_seed(3)
+    inputs = keras.Input((4,))
+    hidden = keras.layers.Dense(3, name="first")(inputs)
+    model = keras.Model(inputs, keras.layers.Dense(2, name="second")(hidden))
+    optimizer = keras.optimizers.MultiOptimizer(
+        keras.optimizers.OptimizerMap(
+            keras.optimizers.SGD(0.1), {"second/.*": keras.optimizers.Adam()}
+        )
+    )
+    optimizer = training.with_moving_average(optimizer, momentum)
+    model.compile(optimizer=optimizer, loss="mse")
+    return model
+
+
+def test_a_multi_optimizer_averages_and_swaps_every_set():
+    model = split_model(0.5)
+    kinds = {
+        type(inner).__name__: inner for inner in model.optimizer.optimizers
+    }
+    first, second = kinds["SGD"], kinds["Adam"]
+    assert first.use_ema and second.use_ema and first.ema_momentum == 0.5
+    assert training.uses_moving_average(model)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(12, 4)).astype("float32")
+    y = rng.normal(size=(12, 2)).astype("float32")
+    model.fit(x, y, batch_size=4, epochs=1, shuffle=False, verbose=0)
+    moved_away(model)
+    trained = {w.path: np.array(ops.convert_to_numpy(w)) for w in model.weights}
+    averaged = {}
+    for inner in (first, second):
+        for variable, average in zip(
+            inner._trainable_variables, inner._model_variables_moving_average
+        ):
+            averaged[variable.path] = np.array(ops.convert_to_numpy(average))
+    assert sorted(averaged) == sorted(trained)  # both sets are averaged
+    with training.moving_average_weights(model) as swapped:
+        assert swapped is True
+        for w in model.weights:
+            np.testing.assert_array_equal(
+                ops.convert_to_numpy(w), averaged[w.path]
+            )
+    for w in model.weights:
+        np.testing.assert_array_equal(ops.convert_to_numpy(w), trained[w.path])
+
+
+def test_a_multi_optimizer_on_a_function_needs_averages_set_inside():
+    optimizer = keras.optimizers.MultiOptimizer(
+        lambda variable: keras.optimizers.SGD()
+    )
+    with pytest.raises(ValueError, match="OptimizerMap"):
+        training.with_moving_average(optimizer, 0.9)
