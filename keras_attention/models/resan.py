@@ -385,6 +385,9 @@ class _ReinforcedPairModel(keras.Model):
                 setattr(self, name, arguments[name])
         self.reward_weight = float(self.reward_weight)
         self.sparsity_penalty = float(self.sparsity_penalty)
+        # Reported by `fit` and `evaluate` beside the task metrics, so a
+        # collapse of the samplers shows in the epoch logs.
+        self.selection_tracker = keras.metrics.Mean(name="selection_percentage")
 
     @classmethod
     def _config_keys(cls):
@@ -430,6 +433,9 @@ class _ReinforcedPairModel(keras.Model):
         )
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        self.selection_tracker.update_state(
+            ops.cast(y_pred["selection_percentage"], "float32")
+        )
         return super().compute_metrics(
             x, y, y_pred["probabilities"], sample_weight
         )

@@ -16,10 +16,16 @@ def load_script():
 
 
 @helpers.needs_data(*helpers.SICK_AND_GLOVE)
-def test_resan_smoke_run_writes_metrics_and_a_loadable_model(tmp_path):
+@pytest.mark.parametrize(
+    "flags",
+    [[], ["--sampler-optimizer", "adadelta", "--ema-momentum", "0.9"]],
+    ids=["shared", "adadelta_ema"],
+)
+def test_resan_smoke_run_writes_metrics_and_a_loadable_model(tmp_path, flags):
     train = load_script()
     config = train.parse_args(
         [
+            *flags,
             "--smoke",
             "--model",
             "resan",
@@ -38,6 +44,7 @@ def test_resan_smoke_run_writes_metrics_and_a_loadable_model(tmp_path):
     metrics = train.train(config)
     written = json.loads((tmp_path / "metrics.json").read_text())
     assert written["model"] == "resan"
+    assert written["sampler_optimizer"] == config.sampler_optimizer
     assert written["backend"] == keras.backend.backend()
     assert 0.0 <= written["dev_accuracy"] <= 1.0
     assert 0.0 <= written["test_accuracy"] <= 1.0
@@ -71,3 +78,53 @@ def test_resan_schedule_defaults():
     )
     assert train.resan_schedule(config, 300)[0] == 0
     assert config.sparsity_penalty == 0.02
+
+
+def test_sampler_optimizer_gives_the_samplers_their_own():
+    train = load_script()
+    config = train.parse_args(
+        ["--model", "resan", "--sampler-optimizer", "adadelta"]
+    )
+    optimizer = train.make_optimizer(config)
+    assert isinstance(optimizer, keras.optimizers.MultiOptimizer)
+    kinds = {type(inner).__name__: inner for inner in optimizer.optimizers}
+    assert sorted(kinds) == ["Adadelta", "Adam"]
+    # The authors' Adadelta: learning rate 0.5, rho 0.95, epsilon 1e-8.
+    adadelta = kinds["Adadelta"]
+    assert float(adadelta.learning_rate) == pytest.approx(0.5)
+    assert (adadelta.rho, adadelta.epsilon) == (0.95, 1e-8)
+    config = train.parse_args(
+        [
+            "--model",
+            "resan",
+            "--sampler-optimizer",
+            "adam",
+            "--sampler-learning-rate",
+            "1e-5",
+            "--ema-momentum",
+            "0.99",
+        ]
+    )
+    optimizer = train.make_optimizer(config)
+    rates = sorted(float(o.learning_rate) for o in optimizer.optimizers)
+    assert rates == pytest.approx([1e-5, 1e-3])
+    assert all(o.use_ema for o in optimizer.optimizers)
+    shared = train.make_optimizer(train.parse_args(["--model", "resan"]))
+    assert isinstance(shared, keras.optimizers.Adam)
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--sampler-optimizer", "adadelta"], "Received: --model decomposable"),
+        (
+            ["--model", "resan", "--sampler-learning-rate", "0.1"],
+            "Received: --sampler-optimizer shared",
+        ),
+    ],
+)
+def test_sampler_flags_that_do_not_apply_are_named(flags, message, capsys):
+    train = load_script()
+    with pytest.raises(SystemExit):
+        train.parse_args(flags)
+    assert message in capsys.readouterr().err

@@ -298,6 +298,13 @@ def test_fit_trains_samplers_and_sparsity_penalty_lowers_selection():
     ]
     assert len(moved) == 8 and min(moved) > 0.0, moved
     assert after_rate < before_rate - 0.1, (before_rate, after_rate)
+    # `fit` and `evaluate` report the selection percentage: in training
+    # of the sampled selections, in evaluation of the inference rule's.
+    assert np.all(np.array(history.history["selection_percentage"]) >= 0.0)
+    results = model.evaluate(x, y, batch_size=64, verbose=0, return_dict=True)
+    assert results["selection_percentage"] == pytest.approx(
+        after_rate, abs=1e-6
+    )
 
     # Inference is deterministic; saving and reloading keeps the outputs.
     first = model.predict(x, verbose=0)["probabilities"]
