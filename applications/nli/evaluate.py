@@ -2,7 +2,10 @@
 
 Reads `model.keras`, `vocabulary.txt` and `config.json` from a training
 run's output directory, prints the accuracy on `--split` (for ReSAN
-also the samplers' selection percentage at inference), and for a
+also the samplers' selection percentage at inference, under the rule of
+`--selection`: `threshold`, the layers' own, keep probability > 0.5;
+`sampled`, one draw per token, as the authors' code evaluates; `all`,
+every real token, which measures what the selection adds), and for a
 decomposable attention model writes `alignment_<n>.png` heatmaps of the
 soft alignment between premise and hypothesis for `--examples` pairs.
 
@@ -13,13 +16,16 @@ Usage:
 """
 
 import argparse
+import contextlib
 import os
 import sys
 
 import numpy as np
+from keras import ops
 
 from keras_attention import data
 from keras_attention import visualization
+from keras_attention.layers import ReinforcedSequenceSampler
 from keras_attention.models.decomposable_attention import ALIGNMENT_LAYER
 from keras_attention.training import runs
 
@@ -29,6 +35,37 @@ def load_run(run_dir):
     vocabulary = runs.read_vocabulary(run_dir)
     model = runs.load_model(run_dir)
     return config, vocabulary, model
+
+
+SELECTION_RULES = ("threshold", "sampled", "all")
+
+
+@contextlib.contextmanager
+def selection_rule(rule):
+    """Inside the block, every `ReinforcedSequenceSampler` selects by `rule`.
+
+    The samplers' inference rule is part of the layer; this changes it for
+    a measurement only, and puts the layer's own back when the block ends.
+    """
+    own = ReinforcedSequenceSampler.call
+
+    def sampled(self, inputs, mask=None, training=None, **kwargs):
+        return own(self, inputs, mask=mask, training=True, **kwargs)
+
+    def everything(self, inputs, mask=None, training=None, **kwargs):
+        outputs = own(self, inputs, mask=mask, training=training, **kwargs)
+        real = ops.ones(ops.shape(inputs)[:2], "bool")
+        if mask is not None:
+            real = ops.cast(mask, "bool")
+        return (real, *outputs[1:])
+
+    replacement = {"sampled": sampled, "all": everything}.get(rule)
+    if replacement is not None:
+        ReinforcedSequenceSampler.call = replacement
+    try:
+        yield
+    finally:
+        ReinforcedSequenceSampler.call = own
 
 
 def encode(sentences, index):
@@ -42,6 +79,9 @@ def main(argv=None):
     parser.add_argument("--split", choices=("dev", "test"), default="test")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--examples", type=int, nargs="*", default=[0])
+    parser.add_argument(
+        "--selection", choices=SELECTION_RULES, default="threshold"
+    )
     args = parser.parse_args(argv)
 
     config, vocabulary, model = load_run(args.run_dir)
@@ -57,7 +97,8 @@ def main(argv=None):
     premise_tokens, premise_ids = encode(premises, index)
     hypothesis_tokens, hypothesis_ids = encode(hypotheses, index)
     inputs = {"premise": premise_ids, "hypothesis": hypothesis_ids}
-    outputs = model.predict(inputs, batch_size=256, verbose=0)
+    with selection_rule(args.selection):
+        outputs = model.predict(inputs, batch_size=256, verbose=0)
     results = {}
     if isinstance(outputs, dict):
         # ReSAN: class probabilities beside the samplers' outputs.
@@ -75,8 +116,8 @@ def main(argv=None):
     )
     if "selection_percentage" in results:
         print(
-            "selection percentage at inference (head fraction x dependent "
-            f"fraction, mean over sentences): "
+            f"selection percentage at inference ({args.selection}; head "
+            "fraction x dependent fraction, mean over sentences): "
             f"{results['selection_percentage']:.4f}"
         )
 

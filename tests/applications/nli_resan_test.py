@@ -63,6 +63,17 @@ def test_resan_smoke_run_writes_metrics_and_a_loadable_model(tmp_path, flags):
     result = evaluate.main(["--run-dir", str(tmp_path), "--split", "dev"])
     assert 0.0 <= result["accuracy"] <= 1.0
     assert 0.0 <= result["selection_percentage"] <= 1.0
+    everything = evaluate.main(
+        ["--run-dir", str(tmp_path), "--split", "dev", "--selection", "all"]
+    )
+    assert everything["selection_percentage"] == pytest.approx(1.0)
+    sampled = evaluate.main(
+        ["--run-dir", str(tmp_path), "--split", "dev", "--selection", "sampled"]
+    )
+    assert 0.0 < sampled["selection_percentage"] < 1.0
+    # The layer's own rule is back after the measurement.
+    again = evaluate.main(["--run-dir", str(tmp_path), "--split", "dev"])
+    assert again == result
 
 
 def test_resan_schedule_defaults():
