@@ -60,6 +60,17 @@ class Config:
     epochs: int = cli.flag(12, default_text="12, or 1 with --smoke")
     batch_size: int = cli.flag(25, "Pairs per batch.", minimum=1)
     learning_rate: float = 1e-3
+    sampler_optimizer: str = cli.flag(
+        "shared",
+        "The samplers' optimizer. shared: the Adam of --learning-rate "
+        "updates every variable; adadelta (the authors'), adam or adagrad: "
+        "one of the samplers' own, with --sampler-learning-rate.",
+        ("shared", "adadelta", "adam", "adagrad"),
+    )
+    sampler_learning_rate: float = cli.flag(
+        None,
+        default_text="adadelta 0.5 (the authors'), adam 1e-3, adagrad 0.05",
+    )
     ema_momentum: float = cli.flag(
         0.997,
         "Momentum of a moving average of the weights, used to evaluate and "
@@ -115,6 +126,8 @@ class Config:
 # (int ids, 0 = padding) whose output dict holds "probabilities" (B, 5) and
 # "score" (B,).
 MODEL_BUILDERS = {"resan": models.ReSANRelatedness}
+
+SAMPLER_LEARNING_RATES = {"adadelta": 0.5, "adam": 1e-3, "adagrad": 0.05}
 SMOKE_SIZES = {"train": 64, "dev": 32, "test": 32}
 SPLITS = {"train": "train", "dev": "trial", "test": "test"}
 LAST_MODEL_FILE = "last.keras"
@@ -315,8 +328,7 @@ def train(config):
         model.compile(
             optimizer=training.loss_scaled(
                 training.with_moving_average(
-                    keras.optimizers.Adam(config.learning_rate),
-                    config.ema_momentum,
+                    make_optimizer(config), config.ema_momentum
                 )
             ),
             # No compiled loss: the model trains its `objective`.
@@ -391,6 +403,7 @@ def train(config):
         "dev_pearson_per_epoch": tracker.history,
         "dev_pearson_trained_weights_per_epoch": tracker.raw_history,
         "ema_momentum": config.ema_momentum,
+        "sampler_optimizer": config.sampler_optimizer,
         "test_selection_rate": test["selection_rate"],
         "best_epoch": int(
             np.argmax(np.nan_to_num(tracker.history, nan=-np.inf))
@@ -412,8 +425,42 @@ def train(config):
     return metrics
 
 
+def make_optimizer(config):
+    """Adam for every variable, or, with `--sampler-optimizer`, Adam for
+    the soft network and the samplers' own optimizer for theirs (the
+    authors' two optimizers; `models.resan.with_sampler_optimizer`)."""
+    optimizer = keras.optimizers.Adam(config.learning_rate)
+    kind = config.sampler_optimizer
+    if kind == "shared":
+        return optimizer
+    rate = config.sampler_learning_rate or SAMPLER_LEARNING_RATES[kind]
+    if kind == "adadelta":
+        # The authors' tf.compat.v1 Adadelta: rho 0.95, epsilon 1e-8.
+        samplers = keras.optimizers.Adadelta(rate, rho=0.95, epsilon=1e-8)
+    elif kind == "adagrad":
+        samplers = keras.optimizers.Adagrad(rate)
+    else:
+        samplers = keras.optimizers.Adam(rate)
+    return models.resan.with_sampler_optimizer(optimizer, samplers)
+
+
+def check_flags(config):
+    """The message for flags that do not go together, or `None`."""
+    if (
+        config.sampler_learning_rate is not None
+        and config.sampler_optimizer == "shared"
+    ):
+        return (
+            "--sampler-learning-rate needs a --sampler-optimizer of the "
+            "samplers' own. Received: --sampler-optimizer shared"
+        )
+    return None
+
+
 def parse_args(argv=None):
-    return cli.parse_config(Config, argv, description=__doc__.split("\n")[0])
+    return cli.parse_config(
+        Config, argv, description=__doc__.split("\n")[0], check=check_flags
+    )
 
 
 if __name__ == "__main__":

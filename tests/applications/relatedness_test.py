@@ -26,10 +26,16 @@ def load_script():
 
 
 @helpers.needs_data(*helpers.SICK_AND_GLOVE)
-def test_smoke_run_writes_metrics_and_a_loadable_model(tmp_path):
+@pytest.mark.parametrize(
+    "flags",
+    [[], ["--sampler-optimizer", "adadelta"]],
+    ids=["shared", "adadelta"],
+)
+def test_smoke_run_writes_metrics_and_a_loadable_model(tmp_path, flags):
     train = load_script()
     config = train.parse_args(
         [
+            *flags,
             "--smoke",
             "--model",
             "resan",
@@ -51,6 +57,7 @@ def test_smoke_run_writes_metrics_and_a_loadable_model(tmp_path):
     for key in ("test_pearson", "test_spearman", "test_mse"):
         assert math.isfinite(written[key]), (key, written[key])
     assert written["backend"] == keras.backend.backend()
+    assert written["sampler_optimizer"] == config.sampler_optimizer
     assert written["pairs"] == {"train": 64, "dev": 32, "test": 32}
     model = keras.saving.load_model(tmp_path / "model.keras")
     assert model.count_params() > written["parameters"]
@@ -76,6 +83,39 @@ def test_smoke_run_writes_metrics_and_a_loadable_model(tmp_path):
         + ["--model-file", "last.keras"]
     )
     assert last["model_file"] == "last.keras"
+
+
+def test_sampler_optimizer_gives_the_samplers_their_own():
+    train = load_script()
+    shared = train.make_optimizer(train.parse_args([]))
+    assert isinstance(shared, keras.optimizers.Adam)
+    optimizer = train.make_optimizer(
+        train.parse_args(["--sampler-optimizer", "adadelta"])
+    )
+    assert isinstance(optimizer, keras.optimizers.MultiOptimizer)
+    kinds = {type(inner).__name__: inner for inner in optimizer.optimizers}
+    assert sorted(kinds) == ["Adadelta", "Adam"]
+    adadelta = kinds["Adadelta"]
+    assert float(adadelta.learning_rate) == pytest.approx(0.5)
+    assert (adadelta.rho, adadelta.epsilon) == (0.95, 1e-8)
+    assert float(kinds["Adam"].learning_rate) == pytest.approx(1e-3)
+    optimizer = train.make_optimizer(
+        train.parse_args(
+            ["--sampler-optimizer", "adagrad", "--sampler-learning-rate", "0.2"]
+        )
+    )
+    kinds = {type(inner).__name__: inner for inner in optimizer.optimizers}
+    assert float(kinds["Adagrad"].learning_rate) == pytest.approx(0.2)
+
+
+def test_sampler_learning_rate_needs_a_sampler_optimizer(capsys):
+    train = load_script()
+    with pytest.raises(SystemExit) as raised:
+        train.parse_args(["--sampler-learning-rate", "0.1"])
+    assert raised.value.code == 2
+    message = capsys.readouterr().err
+    assert "--sampler-learning-rate" in message
+    assert "--sampler-optimizer shared" in message
 
 
 def test_unknown_model_is_rejected():
