@@ -3,15 +3,16 @@ search (`decoding.beam_search`) against the 0.1 one
 (`decoding.search.legacy_beam_search`), both cached.
 
 Usage: python benchmarks/transformer_decoding.py [--backend tensorflow]
-    [--preset small] [--batch 16] [--repeats 5]
+    [--preset small] [--batch 16] [--repeats 5] [--jit-compile]
 
 Both runs decode the same sources with the same (randomly initialised)
 `small` Transformer, beam 4, alpha 0.6; every hypothesis is forced to 30
 tokens (the end id is one the model is never asked to prefer, and the
 length limit is source length + 0 = 30). Compiled functions only; the first
 call of each (compilation) is not timed; the three runs are interleaved.
-Writes
-benchmarks/results/transformer_decoding_<backend>_<preset>.json.
+`--jit-compile` compiles all three with XLA on tensorflow (the searches'
+`jit_compile=True`; jax always uses XLA). Writes
+benchmarks/results/transformer_decoding_<backend>_<preset>[_xla].json.
 """
 
 import argparse
@@ -30,6 +31,7 @@ def main():
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--length", type=int, default=30)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--jit-compile", action="store_true")
     args = parser.parse_args()
     common.set_backend(args.backend)
     import keras
@@ -57,6 +59,7 @@ def main():
             alpha=0.6,
             max_extra_length=0,
             use_cache=use_cache,
+            jit_compile=args.jit_compile,
         )
 
     legacy = search.legacy_beam_search
@@ -78,6 +81,7 @@ def main():
     result = {
         "backend": args.backend,
         "preset": args.preset,
+        "jit_compile": args.jit_compile,
         "batch": args.batch,
         "output_tokens_median": float(np.median(lengths)),
         "beam_size": 4,
@@ -94,7 +98,8 @@ def main():
     os.makedirs(common.RESULTS_DIR, exist_ok=True)
     path = os.path.join(
         common.RESULTS_DIR,
-        f"transformer_decoding_{args.backend}_{args.preset}.json",
+        f"transformer_decoding_{args.backend}_{args.preset}"
+        f"{'_xla' if args.jit_compile else ''}.json",
     )
     with open(path, "w") as f:
         json.dump(result, f, indent=2)

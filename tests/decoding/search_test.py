@@ -118,6 +118,40 @@ def test_bad_arguments_name_the_value(model):
         decoding.greedy_search(model, np.ones((3,), "int32"), START, END)
 
 
+def test_jit_compile_gives_the_same_outputs(model):
+    plain, plain_scores = decoding.beam_search(
+        model, SOURCES, START, END, beam_size=3, return_scores=True, **SHORT
+    )
+    if keras.backend.backend() not in ("tensorflow", "jax"):
+        with pytest.raises(ValueError, match="Received: jit_compile=True"):
+            decoding.beam_search(model, SOURCES, START, END, jit_compile=True)
+        return
+    compiled, compiled_scores = decoding.beam_search(
+        model,
+        SOURCES,
+        START,
+        END,
+        beam_size=3,
+        return_scores=True,
+        jit_compile=True,
+        **SHORT,
+    )
+    np.testing.assert_array_equal(to_numpy(compiled), to_numpy(plain))
+    np.testing.assert_allclose(
+        to_numpy(compiled_scores), to_numpy(plain_scores), atol=1e-5
+    )
+    greedy = decoding.greedy_search(model, SOURCES, START, END, **SHORT)
+    greedy_xla = decoding.greedy_search(
+        model, SOURCES, START, END, jit_compile=True, **SHORT
+    )
+    np.testing.assert_array_equal(to_numpy(greedy_xla), to_numpy(greedy))
+
+
+def test_jit_compile_must_be_a_bool(model):
+    with pytest.raises(ValueError, match="Received: jit_compile='auto'"):
+        decoding.greedy_search(model, SOURCES, START, END, jit_compile="auto")
+
+
 class TableModel:
     """Next-token log-probabilities from a table: the row of the last token
     plus, optionally, a row per position, `(V, V)` and `(L, V)`."""
