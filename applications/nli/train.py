@@ -353,8 +353,7 @@ def new_optimizer(kind, learning_rate=None):
     if kind == "adagrad":
         return keras.optimizers.Adagrad(learning_rate=rate)
     if kind == "adadelta":
-        # The authors' tf.compat.v1 Adadelta: rho 0.95, epsilon 1e-8.
-        return keras.optimizers.Adadelta(rate, rho=0.95, epsilon=1e-8)
+        return models.resan.authors_sampler_optimizer(rate)
     return keras.optimizers.Adam(learning_rate=rate)
 
 

@@ -435,8 +435,7 @@ def make_optimizer(config):
         return optimizer
     rate = config.sampler_learning_rate or SAMPLER_LEARNING_RATES[kind]
     if kind == "adadelta":
-        # The authors' tf.compat.v1 Adadelta: rho 0.95, epsilon 1e-8.
-        samplers = keras.optimizers.Adadelta(rate, rho=0.95, epsilon=1e-8)
+        samplers = models.resan.authors_sampler_optimizer(rate)
     elif kind == "adagrad":
         samplers = keras.optimizers.Adagrad(rate)
     else:

@@ -671,6 +671,20 @@ def policy_gradient_loss(reward, log_prob):
 SAMPLER_VARIABLES = r"(.*/)?[^/]*sampler/.*"
 
 
+def authors_sampler_optimizer(learning_rate=0.5):
+    """The optimizer the authors' code gives the samplers: Adadelta with
+    `tf.compat.v1`'s rho 0.95 and epsilon 1e-8 (Keras's default epsilon is
+    1e-7).
+
+    Args:
+        learning_rate: float. Defaults to the authors' `0.5`.
+
+    Returns:
+        A new `keras.optimizers.Adadelta`, for `with_sampler_optimizer`.
+    """
+    return keras.optimizers.Adadelta(learning_rate, rho=0.95, epsilon=1e-8)
+
+
 def with_sampler_optimizer(optimizer, sampler_optimizer):
     """The authors' two optimizers: one for the samplers, one for the rest.
 
@@ -684,7 +698,7 @@ def with_sampler_optimizer(optimizer, sampler_optimizer):
     ```python
     model.compile(optimizer=models.resan.with_sampler_optimizer(
         keras.optimizers.Adam(1e-3),
-        keras.optimizers.Adadelta(0.5, epsilon=1e-8),  # the authors'
+        models.resan.authors_sampler_optimizer(),  # Adadelta(0.5)
     ))
     ```
 
