@@ -105,6 +105,19 @@ class Config:
         "resan: lambda, the reward's selection-percentage penalty (the "
         "authors' SNLI value).",
     )
+    empty_context: str = cli.flag(
+        "authors",
+        "resan: ReSA's corner rule. authors: a selected head with no "
+        "dependent before it gets a zero context, an unselected one the "
+        "mean of the other real tokens; mean: both get the mean of all real "
+        "tokens (release 0.1's).",
+        ("authors", "mean"),
+    )
+    sampler_keep_bias: float = cli.flag(
+        0.0,
+        "resan: initial bias of the samplers' keep logit (first keep "
+        "probability about sigmoid(bias); the authors' 0 gives 0.5).",
+    )
     soft_only_steps: int = cli.flag(
         None,
         "resan: steps of the soft network alone.",
@@ -174,6 +187,8 @@ def model_kwargs(config):
         kwargs["intra_attention"] = config.intra
     if config.model == "resan":
         kwargs["sparsity_penalty"] = config.sparsity_penalty
+        kwargs["empty_context"] = config.empty_context
+        kwargs["sampler_keep_bias"] = config.sampler_keep_bias
     return kwargs
 
 
@@ -653,6 +668,8 @@ def train(config):
     }
     if config.model == "resan":
         metrics["sampler_optimizer"] = config.sampler_optimizer
+        metrics["empty_context"] = config.empty_context
+        metrics["sampler_keep_bias"] = config.sampler_keep_bias
     if config.ema_momentum:
         # Dev accuracy per epoch of this process's `fit` (a resumed run
         # lists the epochs after the resume), averaged and trained weights.
@@ -673,13 +690,17 @@ def check_flags(config):
             f"--intra needs --model decomposable. Received: --model "
             f"{config.model}"
         )
-    sampler_flags = config.sampler_optimizer != "shared" or (
-        config.sampler_learning_rate is not None
+    sampler_flags = (
+        config.sampler_optimizer != "shared"
+        or config.sampler_learning_rate is not None
+        or config.empty_context != "authors"
+        or config.sampler_keep_bias != 0.0
     )
     if sampler_flags and config.model != "resan":
         return (
-            "--sampler-optimizer and --sampler-learning-rate need --model "
-            f"resan. Received: --model {config.model}"
+            "--sampler-optimizer, --sampler-learning-rate, --empty-context "
+            "and --sampler-keep-bias need --model resan. Received: --model "
+            f"{config.model}"
         )
     if (
         config.sampler_learning_rate is not None

@@ -8,9 +8,12 @@ The encoder maps token ids to a sentence vector with forward and backward
 `model.fit` trains everything on tensorflow, jax and torch.
 """
 
+import math
+
 import keras
 from keras import ops
 
+from keras_attention.layers.reinforced_self_attention import EMPTY_CONTEXTS
 from keras_attention.layers.reinforced_self_attention import (
     ReinforcedSelfAttention,
 )
@@ -36,6 +39,8 @@ def resan_encoder(
     trainable_embeddings=False,
     seed=None,
     variant="authors",
+    empty_context=None,
+    sampler_keep_bias=0.0,
     name="resan_encoder",
 ):
     """Builds the ReSAN sentence encoder.
@@ -80,6 +85,14 @@ def resan_encoder(
             Defaults to `None`.
         variant: `"authors"` or `"release_0_1"` (see above). Defaults to
             `"authors"`.
+        empty_context: the corner rule of both `ReinforcedSelfAttention`
+            layers, `"authors"` or `"mean"`. Defaults to `None`: the
+            variant's (`"authors"`; release 0.1's is `"mean"`, the only
+            one it takes).
+        sampler_keep_bias: float. Initial bias of the samplers' keep logit
+            (the first keep probability is about `sigmoid` of it). Defaults
+            to `0.0` (the authors' zero bias, probability 0.5); the
+            authors' variant only.
         name: str. Defaults to `"resan_encoder"`.
 
     Returns:
@@ -104,6 +117,9 @@ def resan_encoder(
     initializer, embedding_dim = _checked_encoder_arguments(
         vocabulary_size, embeddings, embedding_dim, hidden_dim, dropout, variant
     )
+    empty_context = _checked_selection_arguments(
+        variant, empty_context, sampler_keep_bias
+    )
     return _build_encoder(
         vocabulary_size,
         initializer,
@@ -116,6 +132,8 @@ def resan_encoder(
         variant,
         name,
         select_all_input=False,
+        empty_context=empty_context,
+        sampler_keep_bias=sampler_keep_bias,
     )
 
 
@@ -142,6 +160,31 @@ def _checked_encoder_arguments(
     return initializer, embedding_dim
 
 
+def _checked_selection_arguments(variant, empty_context, sampler_keep_bias):
+    """Validates; returns the corner rule (the variant's when `None`)."""
+    if empty_context is not None:
+        check_choice("empty_context", empty_context, EMPTY_CONTEXTS)
+    if (
+        isinstance(sampler_keep_bias, bool)
+        or not isinstance(sampler_keep_bias, (int, float))
+        or not math.isfinite(sampler_keep_bias)
+    ):
+        raise ValueError(
+            "Argument `sampler_keep_bias` must be a finite float. "
+            f"Received: sampler_keep_bias={sampler_keep_bias!r}"
+        )
+    if variant == "release_0_1":
+        if empty_context not in (None, "mean") or sampler_keep_bias:
+            raise ValueError(
+                "`variant='release_0_1'` has the \"mean\" corner rule and "
+                "zero sampler biases. Received: "
+                f"empty_context={empty_context!r}, "
+                f"sampler_keep_bias={sampler_keep_bias!r}"
+            )
+        return "mean"
+    return empty_context or "authors"
+
+
 def _build_encoder(
     vocabulary_size,
     initializer,
@@ -154,6 +197,8 @@ def _build_encoder(
     variant,
     name,
     select_all_input,
+    empty_context="authors",
+    sampler_keep_bias=0.0,
 ):
     # With `select_all_input`, a second input `(B,)` (1 = select every
     # real token, the soft-only phase of the training schedule).
@@ -177,7 +222,15 @@ def _build_encoder(
         )
     else:
         outputs, log_prob, percentage = _authors_directions(
-            embedded, mask, hidden_dim, capacity, dropout, seed, select_all
+            embedded,
+            mask,
+            hidden_dim,
+            capacity,
+            dropout,
+            seed,
+            select_all,
+            empty_context,
+            sampler_keep_bias,
         )
     sequence = ops.concatenate(outputs, axis=-1)  # (B, T, 2H)
     sentence = Source2TokenAttention(name="pooling")(sequence, mask=mask)
@@ -196,7 +249,15 @@ VARIANTS = ("authors", "release_0_1")
 
 
 def _authors_directions(
-    embedded, mask, hidden_dim, capacity, dropout, seed, select_all=None
+    embedded,
+    mask,
+    hidden_dim,
+    capacity,
+    dropout,
+    seed,
+    select_all=None,
+    empty_context="authors",
+    sampler_keep_bias=0.0,
 ):
     # One head and one dependent sampler, shared by both directions, read
     # the word vectors (without gradient: theta_r learns from the policy
@@ -204,11 +265,15 @@ def _authors_directions(
     sampler_inputs = ops.stop_gradient(embedded)
     selections, log_prob = [], 0.0
     for role in ("head", "dependent"):
-        selection, role_log_prob = ReinforcedSequenceSampler(
+        sampler = ReinforcedSequenceSampler(
             hidden_dim=hidden_dim,
             seed=sub_seed(seed, f"{role}_sampler"),
             name=f"{role}_sampler",
-        )(sampler_inputs, mask=mask)
+        )
+        selection, role_log_prob = sampler(sampler_inputs, mask=mask)
+        if sampler_keep_bias:
+            # Only the keep logit's bias: the fusion layer keeps zeros.
+            sampler.keep_dense.bias.assign([float(sampler_keep_bias)])
         selections.append(selection)
         log_prob = log_prob + role_log_prob
     heads, dependents = selections
@@ -232,6 +297,7 @@ def _authors_directions(
                 direction=direction,
                 capacity=capacity,
                 use_samplers=False,
+                empty_context=empty_context,
                 name=f"{direction}_attention",
             )(x, mask=mask, heads=heads, dependents=dependents)
         )
@@ -346,6 +412,8 @@ _CONFIG_KEYS = (
     "reward_weight",
     "sparsity_penalty",
     "variant",
+    "empty_context",
+    "sampler_keep_bias",
     "soft_only_steps",
     "sampler_only_steps",
     "seed",
@@ -577,6 +645,9 @@ def _encode_pair(arguments, first, second):
             f"variant='release_0_1', soft_only_steps={steps[0]}, "
             f"sampler_only_steps={steps[1]}"
         )
+    empty_context = _checked_selection_arguments(
+        variant, arguments["empty_context"], arguments["sampler_keep_bias"]
+    )
     # The authors' encoder takes the soft-only phase's "select all" flag
     # as a second input.
     scheduled = variant == "authors"
@@ -592,6 +663,8 @@ def _encode_pair(arguments, first, second):
         variant,
         "resan_encoder",
         select_all_input=scheduled,
+        empty_context=empty_context,
+        sampler_keep_bias=arguments["sampler_keep_bias"],
     )
     if not scheduled:
         return encoder, encoder(first), encoder(second), None
@@ -772,6 +845,10 @@ class ReSANClassifier(_ReinforcedPairModel):
         variant: the encoder, `"authors"` or `"release_0_1"` (see
             `resan_encoder`). Defaults to `"authors"`; files saved by
             release 0.1 load as `"release_0_1"`.
+        empty_context: the encoder's corner rule (see `resan_encoder`).
+            Defaults to `None`, the variant's.
+        sampler_keep_bias: float. Initial bias of the samplers' keep logit
+            (see `resan_encoder`). Defaults to `0.0`.
         soft_only_steps: int. Training steps of the soft network alone,
             every real token selected (`TrainingSchedule`). Defaults to `0`.
         sampler_only_steps: int. Then steps of the samplers alone.
@@ -811,6 +888,8 @@ class ReSANClassifier(_ReinforcedPairModel):
         reward_weight=1.0,
         sparsity_penalty=0.02,
         variant="authors",
+        empty_context=None,
+        sampler_keep_bias=0.0,
         soft_only_steps=0,
         sampler_only_steps=0,
         seed=None,
@@ -889,6 +968,10 @@ class ReSANRelatedness(_ReinforcedPairModel):
         variant: the encoder, `"authors"` or `"release_0_1"` (see
             `resan_encoder`). Defaults to `"authors"`; files saved by
             release 0.1 load as `"release_0_1"`.
+        empty_context: the encoder's corner rule (see `resan_encoder`).
+            Defaults to `None`, the variant's.
+        sampler_keep_bias: float. Initial bias of the samplers' keep logit
+            (see `resan_encoder`). Defaults to `0.0`.
         soft_only_steps: int. Training steps of the soft network alone,
             every real token selected (`TrainingSchedule`). Defaults to `0`.
         sampler_only_steps: int. Then steps of the samplers alone.
@@ -931,6 +1014,8 @@ class ReSANRelatedness(_ReinforcedPairModel):
         sparsity_penalty=0.006,
         objective="mse",
         variant="authors",
+        empty_context=None,
+        sampler_keep_bias=0.0,
         soft_only_steps=0,
         sampler_only_steps=0,
         seed=None,

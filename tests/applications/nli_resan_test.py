@@ -10,6 +10,14 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "applications" / "nli" / "train.py"
 
+# The second smoke run of each test below trains the same pipeline with
+# another optimizer split; it runs on tensorflow and torch only.
+NOT_ON_JAX = pytest.mark.skipif(
+    keras.backend.backend() == "jax",
+    reason="jax: the slowest backend to compile a run; the split optimizer "
+    "itself is tested on every backend in tests/models/resan_test.py",
+)
+
 
 def load_script():
     return helpers.load_script(SCRIPT, "nli_train_resan")
@@ -18,8 +26,14 @@ def load_script():
 @helpers.needs_data(*helpers.SICK_AND_GLOVE)
 @pytest.mark.parametrize(
     "flags",
-    [[], ["--sampler-optimizer", "adadelta", "--ema-momentum", "0.9"]],
-    ids=["shared", "adadelta_ema"],
+    [
+        pytest.param([], id="shared"),
+        pytest.param(
+            ["--sampler-optimizer", "adadelta", "--ema-momentum", "0.9"],
+            id="adadelta_ema",
+            marks=NOT_ON_JAX,
+        ),
+    ],
 )
 def test_resan_smoke_run_writes_metrics_and_a_loadable_model(tmp_path, flags):
     train = load_script()
@@ -128,6 +142,8 @@ def test_sampler_optimizer_gives_the_samplers_their_own():
     "flags, message",
     [
         (["--sampler-optimizer", "adadelta"], "Received: --model decomposable"),
+        (["--empty-context", "mean"], "Received: --model decomposable"),
+        (["--sampler-keep-bias", "2"], "Received: --model decomposable"),
         (
             ["--model", "resan", "--sampler-learning-rate", "0.1"],
             "Received: --sampler-optimizer shared",
@@ -139,3 +155,17 @@ def test_sampler_flags_that_do_not_apply_are_named(flags, message, capsys):
     with pytest.raises(SystemExit):
         train.parse_args(flags)
     assert message in capsys.readouterr().err
+
+
+def test_corner_rule_and_keep_bias_flags_reach_the_model():
+    train = load_script()
+    config = train.parse_args(
+        ["--model", "resan", "--empty-context", "mean"]
+        + ["--sampler-keep-bias", "1.5"]
+    )
+    kwargs = train.model_kwargs(config)
+    assert kwargs["empty_context"] == "mean"
+    assert kwargs["sampler_keep_bias"] == 1.5
+    defaults = train.model_kwargs(train.parse_args(["--model", "resan"]))
+    assert defaults["empty_context"] == "authors"
+    assert defaults["sampler_keep_bias"] == 0.0

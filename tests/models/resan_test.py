@@ -440,3 +440,53 @@ def test_bad_schedule_is_rejected():
         classifier(soft_only_steps=-1)
     with pytest.raises(ValueError, match="variant='release_0_1'"):
         classifier(variant="release_0_1", sampler_only_steps=3)
+
+
+def test_corner_rule_and_keep_bias_reach_the_encoder_and_its_config():
+    model = classifier(empty_context="mean", sampler_keep_bias=2.0)
+    for direction in ("forward", "backward"):
+        layer = model.encoder.get_layer(f"{direction}_attention")
+        assert layer.empty_context == "mean"
+    for role in ("head", "dependent"):
+        sampler = model.encoder.get_layer(f"{role}_sampler")
+        # The keep logit's bias only; the fusion layer's stays zero.
+        np.testing.assert_array_equal(
+            ops.convert_to_numpy(sampler.keep_dense.bias), [2.0]
+        )
+        np.testing.assert_array_equal(
+            ops.convert_to_numpy(sampler.context_dense.bias), 0.0
+        )
+    revived = models.ReSANClassifier.from_config(model.get_config())
+    assert revived.empty_context == "mean"
+    assert revived.sampler_keep_bias == 2.0
+    assert revived.encoder.get_layer("backward_attention").empty_context == (
+        "mean"
+    )
+    # Defaults: the authors' rule and zero biases; release 0.1's rule for
+    # its variant.
+    default = classifier()
+    assert default.encoder.get_layer("forward_attention").empty_context == (
+        "authors"
+    )
+    old = classifier(variant="release_0_1")
+    assert old.encoder.get_layer("forward_attention").empty_context == "mean"
+    # Files saved before the two arguments existed load with the defaults.
+    config = default.get_config()
+    del config["empty_context"], config["sampler_keep_bias"]
+    assert models.ReSANClassifier.from_config(config).empty_context is None
+
+
+def test_bad_corner_rule_or_keep_bias_is_rejected():
+    with pytest.raises(ValueError, match="Received: empty_context='zero'"):
+        classifier(empty_context="zero")
+    with pytest.raises(ValueError, match="Received: sampler_keep_bias=nan"):
+        classifier(sampler_keep_bias=float("nan"))
+    with pytest.raises(ValueError, match="variant='release_0_1'"):
+        classifier(variant="release_0_1", empty_context="authors")
+    with pytest.raises(ValueError, match="sampler_keep_bias=1.0"):
+        models.resan_encoder(
+            vocabulary_size=20,
+            embedding_dim=4,
+            variant="release_0_1",
+            sampler_keep_bias=1.0,
+        )
