@@ -490,3 +490,93 @@ def test_bad_corner_rule_or_keep_bias_is_rejected():
             variant="release_0_1",
             sampler_keep_bias=1.0,
         )
+
+
+def matrices(model):
+    # The variables the authors decay: rank 2 or more, not the embedding.
+    return {
+        w.path: np.array(ops.convert_to_numpy(w))
+        for w in model.trainable_weights
+        if len(w.shape) >= 2 and "word_embedding" not in w.path
+    }
+
+
+def test_weight_decay_terms_match_numpy():
+    model = classifier(weight_decay=0.01, trainable_embeddings=True)
+    values = matrices(model)
+    soft, samplers = (
+        float(ops.convert_to_numpy(t)) for t in model.weight_decay_terms()
+    )
+    expected = {True: 0.0, False: 0.0}
+    for path, value in values.items():
+        expected["sampler" in path] += 0.005 * float(np.sum(value**2))
+    # Two samplers with two kernels each; the rest includes ReSA's, the
+    # pooling's and the head's matrices.
+    assert sum("sampler" in path for path in values) == 4
+    assert sum("sampler" not in path for path in values) > 10
+    np.testing.assert_allclose(samplers, expected[True], rtol=1e-5)
+    np.testing.assert_allclose(soft, expected[False], rtol=1e-5)
+    assert models.ReSANClassifier.from_config(
+        model.get_config()
+    ).weight_decay == (0.01)
+    # Files saved before the argument existed load without decay.
+    config = model.get_config()
+    del config["weight_decay"]
+    assert models.ReSANClassifier.from_config(config).weight_decay == 0.0
+
+
+@pytest.mark.parametrize(
+    "phase,steps,decayed",
+    [
+        ("soft only", (1, 0), {"soft"}),
+        ("samplers only", (0, 1), {"samplers"}),
+        ("both", (0, 0), {"soft", "samplers"}),
+    ],
+)
+def test_weight_decay_joins_the_loss_of_each_group_in_its_phase(
+    phase, steps, decayed
+):
+    # One SGD step of two models alike but for the decay: the difference
+    # of their updates is -learning_rate * weight_decay * v for exactly
+    # the matrices the phase trains, and nothing for the rest.
+    x, y = pair_data(n=16)
+    rate, decay = 0.1, 0.05
+    trained = {}
+    for weight_decay in (0.0, decay):
+        keras.utils.set_random_seed(3)  # the same initial weights
+        model = classifier(
+            dropout=0.0,
+            weight_decay=weight_decay,
+            soft_only_steps=steps[0],
+            sampler_only_steps=steps[1],
+        )
+        model.compile(
+            optimizer=keras.optimizers.SGD(rate),
+            loss="sparse_categorical_crossentropy",
+        )
+        before = variables_by_group(model)
+        model.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0)
+        trained[weight_decay] = variables_by_group(model)
+    decayed_paths = set(matrices(model))
+    for path, value in before.items():
+        group = "samplers" if "sampler" in path else "soft"
+        difference = trained[decay][path] - trained[0.0][path]
+        if path in decayed_paths and group in decayed:
+            np.testing.assert_allclose(
+                difference,
+                -rate * decay * value,
+                rtol=1e-3,
+                atol=1e-7,
+                err_msg=f"{phase}: {path}",
+            )
+            assert np.abs(difference).max() > 0, (phase, path)
+        else:
+            np.testing.assert_allclose(
+                difference, 0.0, atol=1e-7, err_msg=f"{phase}: {path}"
+            )
+
+
+def test_bad_weight_decay_is_rejected():
+    for bad in (-1e-4, float("inf"), "1e-4"):
+        with pytest.raises(ValueError, match="Received: weight_decay="):
+            classifier(weight_decay=bad)
