@@ -28,8 +28,10 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) applications/translation/train.py --demo
 
+# --durations: each backend's log names its slowest tests, to keep the CI
+# run's time in view.
 test: $(STAMP)
-	$(PY) tests/run_backends.py $(BACKENDS) -- $(XDIST)
+	$(PY) tests/run_backends.py $(BACKENDS) -- $(XDIST) --durations=15
 
 # One backend, without the tests marked slow (tests/conftest.py): for the
 # edit-and-rerun loop; `make test` is the full suite CI runs.
