@@ -105,6 +105,12 @@ class Config:
         "resan: lambda, the reward's selection-percentage penalty (the "
         "authors' SNLI value).",
     )
+    weight_decay: float = cli.flag(
+        0.0,
+        "resan: the authors' L2 penalty on the trainable matrices (their "
+        "SNLI value 5e-5; not measured here).",
+        minimum=0.0,
+    )
     empty_context: str = cli.flag(
         "authors",
         "resan: ReSA's corner rule. authors: a selected head with no "
@@ -189,6 +195,7 @@ def model_kwargs(config):
         kwargs["sparsity_penalty"] = config.sparsity_penalty
         kwargs["empty_context"] = config.empty_context
         kwargs["sampler_keep_bias"] = config.sampler_keep_bias
+        kwargs["weight_decay"] = config.weight_decay
     return kwargs
 
 
@@ -670,6 +677,7 @@ def train(config):
         metrics["sampler_optimizer"] = config.sampler_optimizer
         metrics["empty_context"] = config.empty_context
         metrics["sampler_keep_bias"] = config.sampler_keep_bias
+        metrics["weight_decay"] = config.weight_decay
     if config.ema_momentum:
         # Dev accuracy per epoch of this process's `fit` (a resumed run
         # lists the epochs after the resume), averaged and trained weights.
@@ -695,11 +703,13 @@ def check_flags(config):
         or config.sampler_learning_rate is not None
         or config.empty_context != "authors"
         or config.sampler_keep_bias != 0.0
+        or config.weight_decay != 0.0
     )
     if sampler_flags and config.model != "resan":
         return (
-            "--sampler-optimizer, --sampler-learning-rate, --empty-context "
-            "and --sampler-keep-bias need --model resan. Received: --model "
+            "--sampler-optimizer, --sampler-learning-rate, --empty-context, "
+            "--sampler-keep-bias and --weight-decay need --model resan. "
+            "Received: --model "
             f"{config.model}"
         )
     if (

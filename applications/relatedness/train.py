@@ -89,6 +89,12 @@ class Config:
         "ReSAN's lambda: the reward's selection-percentage penalty "
         "(the authors' SICK value).",
     )
+    weight_decay: float = cli.flag(
+        0.0,
+        "ReSAN: the authors' L2 penalty on the trainable matrices (their "
+        "SICK value 1e-4; not measured here).",
+        minimum=0.0,
+    )
     objective: str = cli.flag(
         "mse",
         "ReSAN's training objective: the MSE of the expected score (the "
@@ -319,6 +325,7 @@ def train(config):
             encoder_dropout=config.encoder_dropout,
             capacity=config.capacity,
             sparsity_penalty=config.sparsity_penalty,
+            weight_decay=config.weight_decay,
             objective=config.objective,
             soft_only_steps=soft,
             sampler_only_steps=samplers,
@@ -404,6 +411,7 @@ def train(config):
         "dev_pearson_trained_weights_per_epoch": tracker.raw_history,
         "ema_momentum": config.ema_momentum,
         "sampler_optimizer": config.sampler_optimizer,
+        "weight_decay": config.weight_decay,
         "test_selection_rate": test["selection_rate"],
         "best_epoch": int(
             np.argmax(np.nan_to_num(tracker.history, nan=-np.inf))

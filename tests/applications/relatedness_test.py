@@ -181,6 +181,8 @@ def test_schedule_defaults_scale_the_authors_steps():
     )
     assert train.resan_schedule(config, 180) == (7, 0)
     assert config.objective == "mse" and config.sparsity_penalty == 0.006
+    assert config.weight_decay == 0.0
+    assert train.parse_args(["--weight-decay", "1e-4"]).weight_decay == 1e-4
 
 
 def test_calibration_recovers_a_known_line():
