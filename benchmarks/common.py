@@ -37,18 +37,38 @@ def median_ms(seconds):
 
 
 def time_interleaved(steps, repeats):
-    """Times each of `steps` `repeats` times, round-robin (A, B, A, B, ...).
+    """Times each of `steps` `repeats` times, round-robin.
 
-    Each step must block until its result is ready. Returns one list of
-    durations in seconds per step.
+    Round `r` starts with step `r % len(steps)` (A, B; B, A; ...), so no step
+    always runs first or right after the same neighbour. Each step must
+    block until its result is ready. Returns one list of durations in
+    seconds per step; entry `r` of every list comes from round `r`, so
+    ratios can be paired round by round (`paired_ratios`).
     """
     times = [[] for _ in steps]
-    for _ in range(repeats):
-        for i, step in enumerate(steps):
+    for r in range(repeats):
+        for k in range(len(steps)):
+            i = (r + k) % len(steps)
             start = time.perf_counter()
-            step()
+            steps[i]()
             times[i].append(time.perf_counter() - start)
     return times
+
+
+def paired_ratios(numerator, denominator):
+    """Median, minimum and maximum of `numerator[r] / denominator[r]`.
+
+    For two lists of durations from `time_interleaved`: the ratio of each
+    round's two timings, which share that round's machine load. The spread
+    says how far one round's ratio can be from the median.
+    """
+    ratios = [a / b for a, b in zip(numerator, denominator)]
+    return {
+        "median": round(statistics.median(ratios), 3),
+        "min": round(min(ratios), 3),
+        "max": round(max(ratios), 3),
+        "rounds": len(ratios),
+    }
 
 
 def environment(backend):

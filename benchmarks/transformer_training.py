@@ -26,9 +26,13 @@ The script checks that both models have the same number of parameters.
 Each model trains on the same fixed-shape batches (random ids, random
 lengths, padded) with `train_on_batch`, which returns the loss to the host
 (so every step is finished when it returns). After a warm-up that compiles,
-groups of `--steps` steps alternate ours, keras_hub, ours, ... for
-`--repeats` rounds; throughput = real (non-padding) target tokens / time
-per group; medians are reported.
+groups of `--steps` steps alternate between the models for `--repeats`
+rounds, each round starting with the next model (`common.time_interleaved`);
+throughput = real (non-padding) target tokens / time per group; medians are
+reported. Beside the ratio of the medians, the ratio of each round's two
+groups (keras-hub's time over ours) is reported as a median with its range:
+the two groups of a round share that round's machine load, and the range
+shows how far one round can stray.
 
 Achieved GFLOP/s counts the model's matrix products, from its sizes and the
 padded batch shapes (`matmul_flops`): per layer the query/key/value/output
@@ -406,6 +410,11 @@ def run_backend(args):
             / result["keras_hub"]["tokens_per_second_median"],
             3,
         )
+        # Speed ratio of each round (keras-hub's time over ours): the two
+        # groups of a round share its load, so the spread shows the noise.
+        result["ratio_ours_over_keras_hub_paired"] = common.paired_ratios(
+            times[precision, "keras_hub"], times[precision, "ours"]
+        )
         if precision != precisions[0]:
             base = statistics.median(times[precisions[0], "ours"])
             result["ours_speedup_over_" + precisions[0]] = round(
@@ -437,6 +446,7 @@ def table(runs):
                 f"{run['ours']['tokens_per_second_median']:,.0f}",
                 f"{run['keras_hub']['tokens_per_second_median']:,.0f}",
                 f"{run['ratio_ours_over_keras_hub']:.2f}x",
+                _paired(run),
                 _gflops(run, "ours"),
                 _gflops(run, "keras_hub"),
                 f"{run['peak']['gflops_median']:,.0f}" if "peak" in run else "",
@@ -455,6 +465,7 @@ def table(runs):
             "ours (target tok/s)",
             "keras-hub (target tok/s)",
             "ours / keras-hub",
+            "per round: median (min-max)",
             "ours GFLOP/s (of peak)",
             "keras-hub GFLOP/s (of peak)",
             "peak GFLOP/s",
@@ -463,6 +474,13 @@ def table(runs):
         ],
         rows,
     )
+
+
+def _paired(run):
+    paired = run.get("ratio_ours_over_keras_hub_paired")
+    if paired is None:  # results files written before the paired ratios
+        return ""
+    return f"{paired['median']:.2f}x ({paired['min']:.2f}-{paired['max']:.2f})"
 
 
 def _speedup(run):
