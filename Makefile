@@ -9,9 +9,12 @@ BACKENDS ?= tensorflow jax torch
 # tensorflow ran the fast subset about 5 times faster than jax on the 2-core
 # machine; CONTRIBUTING.md has the timings.
 FAST_BACKEND ?= tensorflow
-# pytest-xdist workers per backend run; whole files go to one worker
-# (`--dist loadfile`), so a file's tests keep their order. WORKERS=0 runs
-# in one process.
+# `make test` runs the backends side by side, each pinned to a CPU of its
+# own (tests/run_backends.py); JOBS=1 runs them one after the other.
+JOBS ?=
+# pytest-xdist workers for `make test-fast`'s one backend; whole files go to
+# one worker (`--dist loadfile`), so a file's tests keep their order.
+# WORKERS=0 runs in one process.
 WORKERS ?= 2
 XDIST := $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile)
 
@@ -31,7 +34,7 @@ demo: $(STAMP)
 # --durations: each backend's log names its slowest tests, to keep the CI
 # run's time in view.
 test: $(STAMP)
-	$(PY) tests/run_backends.py $(BACKENDS) -- $(XDIST) --durations=15
+	$(PY) tests/run_backends.py $(if $(JOBS),--jobs $(JOBS)) $(BACKENDS) -- --durations=15
 
 # One backend, without the tests marked slow (tests/conftest.py): for the
 # edit-and-rerun loop; `make test` is the full suite CI runs.
