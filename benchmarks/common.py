@@ -36,17 +36,19 @@ def median_ms(seconds):
     return 1000.0 * statistics.median(seconds)
 
 
-def time_interleaved(steps, repeats):
+def time_interleaved(steps, repeats, first_round=0):
     """Times each of `steps` `repeats` times, round-robin.
 
     Round `r` starts with step `r % len(steps)` (A, B; B, A; ...), so no step
-    always runs first or right after the same neighbour. Each step must
+    always runs first or right after the same neighbour; `first_round`
+    numbers the first round, so a call that continues an earlier one goes
+    on with its rotation instead of starting it again. Each step must
     block until its result is ready. Returns one list of durations in
     seconds per step; entry `r` of every list comes from round `r`, so
     ratios can be paired round by round (`paired_ratios`).
     """
     times = [[] for _ in steps]
-    for r in range(repeats):
+    for r in range(first_round, first_round + repeats):
         for k in range(len(steps)):
             i = (r + k) % len(steps)
             start = time.perf_counter()
