@@ -140,7 +140,9 @@ def run_all(runs, jobs):
             results[run.label] = run.finish()
         return results
     cpus = usable_cpus()
-    free_cpus = list(cpus) if jobs <= len(cpus) else None
+    # Pinning needs `os.sched_setaffinity` (Linux); elsewhere runs share CPUs.
+    can_pin = hasattr(os, "sched_setaffinity") and jobs <= len(cpus)
+    free_cpus = list(cpus) if can_pin else None
     waiting, running, results = list(runs), [], {}
     while waiting or running:
         while waiting and len(running) < jobs:
