@@ -346,3 +346,80 @@ def test_search_loop_with_one_beam_and_no_penalty_is_greedy(model):
     tokens, _ = run(ops.convert_to_tensor(SOURCES))
     greedy = decoding.greedy_search(model, SOURCES, START, END)
     np.testing.assert_array_equal(to_numpy(tokens), to_numpy(greedy))
+
+
+def _top_k_reference(values, k):
+    # Largest first; equal values by position, as `top_k` on tensorflow
+    # and jax ranks them.
+    order = np.argsort(-values, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(values, order, axis=1), order
+
+
+@pytest.mark.parametrize(
+    "size, k", [(32000, 8), (4 * 997, 8), (6000, 6), (300, 8)]
+)
+def test_top_k_by_blocks_equals_top_k(size, k):
+    # 32000 = 4 beams x 8000 words cuts into blocks of 64; 3988 has no
+    # divisor near its block width, so the row is padded; 300 is too short
+    # for blocks and takes one `top_k`.
+    rng = np.random.default_rng(size)
+    values = rng.normal(size=(5, size)).astype("float32")
+    # The best values of one row all in one block, of another in the last
+    # (padded) block.
+    values[1, 100:110] += 10.0
+    values[2, -3:] += 10.0
+    scores, indices = search._top_k_by_blocks(ops.convert_to_tensor(values), k)
+    expected_scores, expected_indices = _top_k_reference(values, k)
+    assert ops.convert_to_numpy(indices).dtype == np.int32
+    np.testing.assert_array_equal(to_numpy(scores), expected_scores)
+    np.testing.assert_array_equal(to_numpy(indices), expected_indices)
+
+
+def test_top_k_by_blocks_ranks_ties_as_top_k():
+    # Masked scores are equal (NEGATIVE plus one hypothesis's score); so
+    # are block maxima across blocks. Ties must go where `top_k` puts them.
+    values = np.full((3, 32000), search.NEGATIVE, "float32")
+    values[0, 5000:5003] = 0.0  # three winners, then ties
+    values[1, ::1000] = -1.0  # one per 1000: ties across many blocks
+    values[2, 31990:] = 2.0  # ties in the last block
+    scores, indices = search._top_k_by_blocks(ops.convert_to_tensor(values), 8)
+    expected_scores, expected_indices = _top_k_reference(values, 8)
+    np.testing.assert_array_equal(to_numpy(scores), expected_scores)
+    indices = to_numpy(indices)
+    np.testing.assert_array_equal(
+        np.take_along_axis(values, indices, axis=1), expected_scores
+    )
+    assert all(len(set(row)) == 8 for row in indices)
+    if keras.backend.backend() != "torch":
+        # torch's own `topk` leaves the order of equal values unspecified.
+        np.testing.assert_array_equal(indices, expected_indices)
+
+
+def test_search_over_a_large_vocabulary_equals_one_top_k(monkeypatch):
+    # 4 beams x 600 words take the blocks; the same search with one
+    # `top_k` over the row gives the same tokens and scores.
+    keras.utils.set_random_seed(4)
+    large = Transformer(
+        vocabulary_size=600,
+        num_layers=1,
+        hidden_dim=16,
+        num_heads=2,
+        intermediate_dim=32,
+        max_sequence_length=16,
+    )
+    assert search._block_width(4 * 600, 8) is not None
+    sources = np.array([[5, 6, 7, 2], [9, 2, 0, 0]], "int32")
+
+    def run():
+        with search.fresh_traces(large):
+            return decoding.beam_search(
+                large, sources, START, END, return_scores=True, **SHORT
+            )
+
+    blocked, blocked_scores = run()
+    monkeypatch.setattr(search, "_block_width", lambda size, k: None)
+    plain, plain_scores = run()
+    np.testing.assert_array_equal(to_numpy(blocked), to_numpy(plain))
+    np.testing.assert_array_equal(
+        to_numpy(blocked_scores), to_numpy(plain_scores)
+    )
