@@ -607,7 +607,7 @@ def _beam_fn(model, settings):
             totals = ops.expand_dims(alive_scores, -1) + log_probs
             # (B, K * V) -> the 2K best extensions: at most K of them end
             # (one per live hypothesis), so K of them can stay live.
-            scores, picked = _top_k_by_blocks(
+            scores, picked = _best_extensions(
                 ops.reshape(totals, (batch, -1)), 2 * beams
             )  # (B, 2K)
             origin = offsets + picked // vocabulary_size  # (B, 2K) flat rows
@@ -680,6 +680,17 @@ def _beam_fn(model, settings):
     return run
 
 
+def _best_extensions(values, k):
+    """The beam search's top-k over `(B, K * V)` scores: by blocks on
+    tensorflow and jax, one `top_k` on torch, whose eager multi-threaded
+    `topk` is as fast as the blocks' five ops there (2 threads: blocks
+    0.83-1.01x its speed; `benchmarks/top_k.py`)."""
+    if keras.backend.backend() == "torch":
+        scores, indices = ops.top_k(values, k, sorted=True)
+        return scores, ops.cast(indices, "int32")
+    return _top_k_by_blocks(values, k)
+
+
 def _block_width(size, k):
     """Block width for `_top_k_by_blocks` over rows of `size` values, or
     `None` where one `top_k` over the whole row is as cheap.
@@ -712,8 +723,8 @@ def _top_k_by_blocks(values, k):
     larger values. So one `max` pass over the row, a top-k over the block
     maxima and one over the `k` chosen blocks replace the top-k over the
     whole row, which on tensorflow and jax CPUs costs several times more
-    at beam search's sizes (about 3x and 4x for `(16, 32000)`, k = 8;
-    benchmarks/README.md). The chosen blocks are kept in row order, so
+    at beam search's sizes (about 2x and 4x for `(16, 32000)`, k = 8;
+    `benchmarks/top_k.py`). The chosen blocks are kept in row order, so
     equal values rank by position as in `ops.top_k` on tensorflow and jax.
     """
     batch, size = ops.shape(values)
