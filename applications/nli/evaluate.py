@@ -98,7 +98,9 @@ def main(argv=None):
     hypothesis_tokens, hypothesis_ids = encode(hypotheses, index)
     inputs = {"premise": premise_ids, "hypothesis": hypothesis_ids}
     with selection_rule(args.selection):
-        outputs = model.predict(inputs, batch_size=256, verbose=0)
+        # Length-bucketed batches, as in training: padded to the split's
+        # longest sentence, most of the attention work would be padding.
+        outputs = data.predict_in_buckets(model, inputs, batch_size=256)
     results = {}
     if isinstance(outputs, dict):
         # ReSAN: class probabilities beside the samplers' outputs.

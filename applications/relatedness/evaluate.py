@@ -32,7 +32,7 @@ SPLITS = {"dev": "trial", "test": "test"}
 
 
 def scores_and_selection(model, x, batch_size=256):
-    outputs = model.predict(x, batch_size=batch_size, verbose=0)
+    outputs = data.predict_in_buckets(model, x, batch_size=batch_size)
     predicted = np.asarray(outputs["score"], "float64")
     return predicted, float(np.mean(outputs["selection_percentage"]))
 

@@ -202,7 +202,7 @@ def prepare_data(config):
 def correlations(model, x, scores, batch_size=256):
     """Pearson, Spearman and MSE of the predicted scores, and the mean
     selection rate of the token samplers (inference rule)."""
-    outputs = model.predict(x, batch_size=batch_size, verbose=0)
+    outputs = data.predict_in_buckets(model, x, batch_size=batch_size)
     predicted = np.asarray(outputs["score"], "float64")
     rate = outputs["selection_percentage"]
     return {

@@ -16,13 +16,15 @@ The loaders return plain Python lists and NumPy arrays:
 `tokenize`, `build_vocabulary` and `word_ids` (`keras_attention.data.words`)
 take text to the padded ids of the word-level models; `LABELS` and
 `encode_labels` map the NLI classes to ids; `BucketedBatches` feeds
-padded id arrays to `model.fit` in length-bucketed batches, and
+padded id arrays to `model.fit` in length-bucketed batches
+(`predict_in_buckets` predicts on them, in the examples' order), and
 `make_batches` (`make_dataset`, `epoch_stream`) builds them for translation
 pairs, with the translation buckets and a token budget per batch.
 """
 
 from keras_attention.data.batching import BucketedBatches
 from keras_attention.data.batching import padded_lengths
+from keras_attention.data.batching import predict_in_buckets
 from keras_attention.data.checksums import KNOWN_FILES
 from keras_attention.data.checksums import KnownFile
 from keras_attention.data.glove import load_glove
@@ -76,6 +78,7 @@ __all__ = [
     "load_sick",
     "load_snli",
     "padded_lengths",
+    "predict_in_buckets",
     "read_glove_file",
     "read_lines",
     "read_parallel",

@@ -268,3 +268,78 @@ class BucketedBatches:
                 tf.data.experimental.assert_cardinality(len(self) * epochs)
             )
         return dataset.prefetch(2)
+
+
+def predict_in_buckets(model, inputs, batch_size=256, width_step=8):
+    """`model.predict(inputs)`, run on length-bucketed batches.
+
+    Padding every example to the longest of the split makes an attention
+    model do most of its work on padding; here each batch is cut to its
+    bucket's width (`BucketedBatches`, no shuffling) and the outputs are
+    put back in the examples' order. A model that masks its padding gives
+    the padded prediction up to rounding.
+
+    Args:
+        model: a Keras model whose outputs (an array, or a dict or list of
+            them) have one row per example and no axis that follows the
+            input width.
+        inputs: a right-padded int array `(num_examples, length)` or a dict
+            of them, as `model.predict` takes.
+        batch_size: int, examples per batch.
+        width_step: int, batch widths are multiples of this.
+
+    Returns:
+        The outputs, with the structure of the model's, as NumPy arrays of
+        `num_examples` rows.
+    """
+    import keras
+
+    if isinstance(inputs, dict):
+        # Arrays of different lengths (as `model.predict` takes them) are
+        # right-padded to the longest: the batches cut them again.
+        length = max(np.shape(ids)[-1] for ids in inputs.values())
+        inputs = {
+            name: _pad_to(np.asarray(ids), length)
+            for name, ids in inputs.items()
+        }
+    batches = BucketedBatches(
+        inputs, batch_size=batch_size, width_step=width_step, shuffle=False
+    )
+
+    rows_seen, pieces = [], []
+    for rows, width in batches.batches(epoch=0):
+        outputs = model.predict_on_batch(batches.batch(rows, width))
+        outputs = keras.tree.map_structure(np.asarray, outputs)
+        for output in keras.tree.flatten(outputs):
+            if output.ndim == 0 or output.shape[0] != len(rows):
+                raise ValueError(
+                    "Every output must have one row per example. Received: "
+                    f"an output of shape {output.shape} for a batch of "
+                    f"{len(rows)} examples"
+                )
+        rows_seen.append(rows)
+        pieces.append(outputs)
+    if not pieces:
+        raise ValueError(
+            f"`inputs` must hold at least one example. Received: "
+            f"{batches.num_examples} examples"
+        )
+    order = np.argsort(np.concatenate(rows_seen), kind="stable")
+
+    def join(*parts):
+        shapes = {part.shape[1:] for part in parts}
+        if len(shapes) > 1:
+            raise ValueError(
+                "Each output must have the same shape per example in every "
+                "batch (an axis that follows the input width cannot be put "
+                f"back together). Received: per-example shapes {sorted(shapes)}"
+            )
+        return np.concatenate(parts, axis=0)[order]
+
+    return keras.tree.map_structure(join, *pieces)
+
+
+def _pad_to(ids, length):
+    if ids.ndim != 2:
+        return ids  # `BucketedBatches` names the bad shape.
+    return np.pad(ids, [(0, 0), (0, length - ids.shape[1])])

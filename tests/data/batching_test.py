@@ -7,6 +7,7 @@ import pytest
 
 from keras_attention.data.batching import BucketedBatches
 from keras_attention.data.batching import padded_lengths
+from keras_attention.data.batching import predict_in_buckets
 
 
 def make_pairs(num_examples=50, length=20, seed=0):
@@ -221,3 +222,46 @@ def test_docstring_example_runs():
 
     results = doctest.testmod(batching)
     assert results.attempted > 0 and results.failed == 0
+
+
+def _masked_pair_model():
+    """Mean of embedded tokens per sentence (padding masked), two heads."""
+    premise = keras.Input((None,), dtype="int32", name="premise")
+    hypothesis = keras.Input((None,), dtype="int32", name="hypothesis")
+    embed = keras.layers.Embedding(30, 4, mask_zero=True)
+    pool = keras.layers.GlobalAveragePooling1D()
+    joined = keras.layers.Concatenate()(
+        [pool(embed(premise)), pool(embed(hypothesis))]
+    )
+    outputs = {
+        "probabilities": keras.layers.Dense(3, activation="softmax")(joined),
+        "score": keras.layers.Reshape(())(keras.layers.Dense(1)(joined)),
+    }
+    return keras.Model({"premise": premise, "hypothesis": hypothesis}, outputs)
+
+
+def test_predict_in_buckets_equals_the_padded_prediction_in_order():
+    inputs, _ = make_pairs(num_examples=37, length=20)
+    # Arrays of different lengths, as `model.predict` takes them.
+    inputs["hypothesis"] = inputs["hypothesis"][:, :15]
+    model = _masked_pair_model()
+    padded = model.predict(inputs, batch_size=37, verbose=0)
+    bucketed = predict_in_buckets(model, inputs, batch_size=8, width_step=4)
+    # Several widths, so the rows really were regrouped and put back.
+    premises = BucketedBatches(inputs["premise"], width_step=4)
+    widths = {width for _, width in premises.batches()}
+    assert len(widths) > 2
+    assert set(bucketed) == {"probabilities", "score"}
+    for name in padded:
+        assert bucketed[name].shape == padded[name].shape
+        np.testing.assert_allclose(
+            bucketed[name], padded[name], rtol=1e-5, atol=1e-6
+        )
+
+
+def test_predict_in_buckets_refuses_outputs_that_follow_the_width():
+    inputs = np.array([[3, 4, 5, 6, 7, 8, 9, 1], [2, 0, 0, 0, 0, 0, 0, 0]])
+    tokens = keras.Input((None,), dtype="int32")
+    model = keras.Model(tokens, keras.layers.Embedding(10, 2)(tokens))
+    with pytest.raises(ValueError, match="same shape per example"):
+        predict_in_buckets(model, inputs, batch_size=1, width_step=2)
