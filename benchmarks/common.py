@@ -142,6 +142,18 @@ def write_json(path, data):
         f.write("\n")
 
 
+def write_report(stem, report, markdown, json_out=None):
+    """Writes `report` to `json_out`, or to `RESULTS_DIR/<stem>.json` with
+    `markdown` beside it as `<stem>.md`, and prints `markdown`."""
+    if json_out:
+        write_json(json_out, report)
+    else:
+        write_json(os.path.join(RESULTS_DIR, stem + ".json"), report)
+        with open(os.path.join(RESULTS_DIR, stem + ".md"), "w") as f:
+            f.write(markdown)
+    print(markdown)
+
+
 def markdown_table(headers, rows):
     lines = [
         "| " + " | ".join(headers) + " |",

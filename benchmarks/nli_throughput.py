@@ -193,11 +193,6 @@ def main(argv=None):
         "environment": common.environment(args.backend),
         "results": results,
     }
-    stem = f"nli_throughput_{args.backend}"
-    json_path = args.json_out or os.path.join(
-        common.RESULTS_DIR, stem + ".json"
-    )
-    common.write_json(json_path, report)
     fastest = max(r["pairs_per_second"] for r in results)
     rows = [
         (
@@ -232,10 +227,9 @@ def main(argv=None):
         f"Load average at the end: "
         f"{report['environment']['load_average_1_5_15min']}.\n\n"
     )
-    if not args.json_out:
-        with open(os.path.join(common.RESULTS_DIR, stem + ".md"), "w") as f:
-            f.write(header + table)
-    print(header + table)
+    common.write_report(
+        f"nli_throughput_{args.backend}", report, header + table, args.json_out
+    )
 
 
 if __name__ == "__main__":
