@@ -111,6 +111,12 @@ class Config:
         "SNLI value 5e-5; not measured here).",
         minimum=0.0,
     )
+    baseline: str = cli.flag(
+        "leave_one_out",
+        "resan: the REINFORCE baseline. leave_one_out: the mean reward of "
+        "the batch's other pairs; none: no baseline (the authors').",
+        ("leave_one_out", "none"),
+    )
     empty_context: str = cli.flag(
         "authors",
         "resan: ReSA's corner rule. authors: a selected head with no "
@@ -196,6 +202,7 @@ def model_kwargs(config):
         kwargs["empty_context"] = config.empty_context
         kwargs["sampler_keep_bias"] = config.sampler_keep_bias
         kwargs["weight_decay"] = config.weight_decay
+        kwargs["baseline"] = config.baseline
     return kwargs
 
 
@@ -669,6 +676,7 @@ def train(config):
         metrics["empty_context"] = config.empty_context
         metrics["sampler_keep_bias"] = config.sampler_keep_bias
         metrics["weight_decay"] = config.weight_decay
+        metrics["baseline"] = config.baseline
     if config.ema_momentum:
         # Dev accuracy per epoch of this process's `fit` (a resumed run
         # lists the epochs after the resume), averaged and trained weights.
@@ -695,11 +703,13 @@ def check_flags(config):
         or config.empty_context != "authors"
         or config.sampler_keep_bias != 0.0
         or config.weight_decay != 0.0
+        or config.baseline != "leave_one_out"
     )
     if sampler_flags and config.model != "resan":
         return (
             "--sampler-optimizer, --sampler-learning-rate, --empty-context, "
-            "--sampler-keep-bias and --weight-decay need --model resan. "
+            "--sampler-keep-bias, --weight-decay and --baseline need --model "
+            "resan. "
             "Received: --model "
             f"{config.model}"
         )

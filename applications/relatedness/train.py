@@ -95,6 +95,12 @@ class Config:
         "SICK value 1e-4; not measured here).",
         minimum=0.0,
     )
+    baseline: str = cli.flag(
+        "leave_one_out",
+        "ReSAN's REINFORCE baseline: leave_one_out (the mean reward of the "
+        "batch's other pairs) or none (the authors').",
+        ("leave_one_out", "none"),
+    )
     objective: str = cli.flag(
         "mse",
         "ReSAN's training objective: the MSE of the expected score (the "
@@ -326,6 +332,7 @@ def train(config):
             capacity=config.capacity,
             sparsity_penalty=config.sparsity_penalty,
             weight_decay=config.weight_decay,
+            baseline=config.baseline,
             objective=config.objective,
             soft_only_steps=soft,
             sampler_only_steps=samplers,
@@ -412,6 +419,7 @@ def train(config):
         "ema_momentum": config.ema_momentum,
         "sampler_optimizer": config.sampler_optimizer,
         "weight_decay": config.weight_decay,
+        "baseline": config.baseline,
         "test_selection_rate": test["selection_rate"],
         "best_epoch": int(
             np.argmax(np.nan_to_num(tracker.history, nan=-np.inf))

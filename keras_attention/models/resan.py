@@ -432,6 +432,7 @@ _CONFIG_KEYS = (
     "soft_only_steps",
     "sampler_only_steps",
     "weight_decay",
+    "baseline",
     "seed",
 )
 
@@ -447,7 +448,8 @@ class _ReinforcedPairModel(keras.Model):
     ```
     cost_i = the example's task cost (cross-entropy, or 0.5 (s_hat - y)^2)
     reward_ij = -(cost_i + sparsity_penalty * percentage_ij)   # sentence j
-    baseline_ij = mean of the other examples' rewards (leave-one-out)
+    baseline_ij = mean of the other examples' rewards (leave-one-out),
+                  or 0 with baseline="none" (the authors' code)
     loss += reward_weight
             * -mean_i(sum_j stop_gradient(reward_ij - baseline_ij)
                       * log_prob_ij)
@@ -521,7 +523,9 @@ class _ReinforcedPairModel(keras.Model):
             policy_weight
             * self.reward_weight
             * scale_for_replicas(
-                policy_gradient_loss(reward, y_pred["log_prob"])
+                policy_gradient_loss(
+                    reward, y_pred["log_prob"], baseline=self.baseline
+                )
             )
         )
 
@@ -758,28 +762,53 @@ def policy_reward(cost, percentage, sparsity_penalty):
     return ops.stop_gradient(reward)
 
 
-def policy_gradient_loss(reward, log_prob):
-    """REINFORCE surrogate with a leave-one-out batch-mean baseline.
+BASELINES = ("leave_one_out", "none")
+
+
+def policy_gradient_loss(reward, log_prob, baseline="leave_one_out"):
+    """REINFORCE surrogate, with a leave-one-out batch-mean baseline or none.
 
     `reward` and `log_prob` are `(B,)` or `(B, J)` (one column per
     sentence). The gradient is `-mean_i(sum_j (r_ij - b_ij) grad
-    log_prob_ij)`, the policy gradient estimate; `b_ij` is the mean reward
-    of column `j` over the other examples of the batch, which needs no
-    state and so behaves the same on every backend (the authors use no
-    baseline; see docs/resan.md). Under `tf.distribute` the baseline covers
-    the global batch (the rewards are summed over the replicas), so it does
-    not depend on the number of devices.
+    log_prob_ij)`, the policy gradient estimate.
+
+    ```
+    baseline="leave_one_out":  b_ij = mean of column j's rewards over the
+                               other examples of the batch
+    baseline="none":           b_ij = 0 (the authors' code)
+    ```
+
+    The leave-one-out baseline needs no state and so behaves the same on
+    every backend; it does not depend on example `i`'s own draw, so the
+    estimate stays unbiased. Under `tf.distribute` it covers the global
+    batch (the rewards are summed over the replicas), so it does not
+    depend on the number of devices. docs/resan.md (section 8) has the
+    two measured side by side.
+
+    Args:
+        reward: `(B,)` or `(B, J)` rewards; no gradient is taken through
+            them.
+        log_prob: the same shape: log-probabilities of the samplers'
+            selections.
+        baseline: `"leave_one_out"` or `"none"`. Defaults to
+            `"leave_one_out"`.
+
+    Returns:
+        A float32 scalar.
     """
+    check_choice("baseline", baseline, BASELINES)
     reward = ops.stop_gradient(ops.cast(reward, "float32"))
     log_prob = ops.cast(log_prob, "float32")
     if len(reward.shape) == 1:
         reward, log_prob = reward[:, None], log_prob[:, None]
-    count = ops.cast(ops.shape(reward)[0], "float32")
-    total = replica_sum(
-        ops.concatenate([ops.sum(reward, axis=0), ops.stack([count])], 0)
-    )
-    baseline = (total[:-1] - reward) / ops.maximum(total[-1] - 1.0, 1.0)
-    advantage = reward - baseline
+    advantage = reward
+    if baseline == "leave_one_out":
+        count = ops.cast(ops.shape(reward)[0], "float32")
+        total = replica_sum(
+            ops.concatenate([ops.sum(reward, axis=0), ops.stack([count])], 0)
+        )
+        others = (total[:-1] - reward) / ops.maximum(total[-1] - 1.0, 1.0)
+        advantage = reward - others
     return -ops.mean(ops.sum(advantage * log_prob, axis=-1))
 
 
@@ -900,6 +929,10 @@ class ReSANClassifier(_ReinforcedPairModel):
         weight_decay: float. The authors' L2 penalty on the trainable
             matrices, added to the training loss (`weight_decay_terms`;
             their 1e-4 for SICK, 5e-5 for SNLI). Defaults to `0.0`.
+        baseline: the REINFORCE baseline, `"leave_one_out"` (the mean
+            reward of the batch's other examples) or `"none"` (the
+            authors'); see `policy_gradient_loss`. Defaults to
+            `"leave_one_out"`.
         seed: int. Defaults to `None`.
 
     Returns:
@@ -940,10 +973,12 @@ class ReSANClassifier(_ReinforcedPairModel):
         soft_only_steps=0,
         sampler_only_steps=0,
         weight_decay=0.0,
+        baseline="leave_one_out",
         seed=None,
         **kwargs,
     ):
         check_positive_int("num_classes", num_classes)
+        check_choice("baseline", baseline, BASELINES)
         premise = keras.Input((None,), dtype="int32", name="premise")
         hypothesis = keras.Input((None,), dtype="int32", name="hypothesis")
         encoder, p, h, schedule = _encode_pair(locals(), premise, hypothesis)
@@ -1027,6 +1062,10 @@ class ReSANRelatedness(_ReinforcedPairModel):
         weight_decay: float. The authors' L2 penalty on the trainable
             matrices, added to the training loss (`weight_decay_terms`;
             their 1e-4 for SICK, 5e-5 for SNLI). Defaults to `0.0`.
+        baseline: the REINFORCE baseline, `"leave_one_out"` (the mean
+            reward of the batch's other examples) or `"none"` (the
+            authors'); see `policy_gradient_loss`. Defaults to
+            `"leave_one_out"`.
         seed: int. Defaults to `None`.
 
     Returns:
@@ -1070,10 +1109,12 @@ class ReSANRelatedness(_ReinforcedPairModel):
         soft_only_steps=0,
         sampler_only_steps=0,
         weight_decay=0.0,
+        baseline="leave_one_out",
         seed=None,
         **kwargs,
     ):
         check_positive_int("num_classes", num_classes)
+        check_choice("baseline", baseline, BASELINES)
         check_choice("objective", objective, OBJECTIVES)
         if encoder_dropout is not None:
             check_rate("encoder_dropout", encoder_dropout)

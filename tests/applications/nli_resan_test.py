@@ -165,6 +165,8 @@ def test_sampler_optimizer_gives_the_samplers_their_own():
         (["--empty-context", "mean"], "Received: --model decomposable"),
         (["--sampler-keep-bias", "2"], "Received: --model decomposable"),
         (["--weight-decay", "1e-4"], "Received: --model decomposable"),
+        (["--baseline", "none"], "Received: --model decomposable"),
+        (["--model", "resan", "--baseline", "mean"], "--baseline"),
         (["--model", "resan", "--weight-decay", "-1"], "--weight-decay"),
         (
             ["--model", "resan", "--sampler-learning-rate", "0.1"],
@@ -184,12 +186,15 @@ def test_corner_rule_and_keep_bias_flags_reach_the_model():
     config = train.parse_args(
         ["--model", "resan", "--empty-context", "mean"]
         + ["--sampler-keep-bias", "1.5", "--weight-decay", "5e-5"]
+        + ["--baseline", "none"]
     )
     kwargs = train.model_kwargs(config)
     assert kwargs["empty_context"] == "mean"
     assert kwargs["sampler_keep_bias"] == 1.5
     assert kwargs["weight_decay"] == 5e-5
+    assert kwargs["baseline"] == "none"
     defaults = train.model_kwargs(train.parse_args(["--model", "resan"]))
     assert defaults["empty_context"] == "authors"
     assert defaults["sampler_keep_bias"] == 0.0
     assert defaults["weight_decay"] == 0.0
+    assert defaults["baseline"] == "leave_one_out"

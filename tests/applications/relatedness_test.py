@@ -39,7 +39,8 @@ def load_script():
     [
         pytest.param([], id="shared"),
         pytest.param(
-            ["--sampler-optimizer", "adadelta"],
+            # The authors' sampler training: Adadelta, no baseline.
+            ["--sampler-optimizer", "adadelta", "--baseline", "none"],
             id="adadelta",
             marks=NOT_ON_JAX,
         ),
@@ -72,9 +73,11 @@ def test_smoke_run_writes_metrics_and_a_loadable_model(tmp_path, flags):
         assert math.isfinite(written[key]), (key, written[key])
     assert written["backend"] == keras.backend.backend()
     assert written["sampler_optimizer"] == config.sampler_optimizer
+    assert written["baseline"] == config.baseline
     assert written["pairs"] == {"train": 64, "dev": 32, "test": 32}
     model = keras.saving.load_model(tmp_path / "model.keras")
     assert model.count_params() > written["parameters"]
+    assert model.baseline == config.baseline
     assert (tmp_path / "last.keras").exists()
     assert 1 <= written["best_epoch"] <= written["epochs"]
 

@@ -193,12 +193,21 @@ def test_reward_and_percentage_match_numpy():
         ops.convert_to_numpy(reward), expected, atol=1e-6
     )
     log_prob = RNG.normal(size=(4, 2))
-    loss = models.resan.policy_gradient_loss(reward, log_prob)
-    baseline = (expected.sum(0) - expected) / 3.0
-    expected_loss = -np.mean(((expected - baseline) * log_prob).sum(-1))
-    np.testing.assert_allclose(
-        float(ops.convert_to_numpy(loss)), expected_loss, rtol=1e-5
-    )
+    others = (expected.sum(0) - expected) / 3.0
+    for baseline, advantage in (
+        ("leave_one_out", expected - others),
+        ("none", expected),
+    ):
+        loss = models.resan.policy_gradient_loss(
+            reward, log_prob, baseline=baseline
+        )
+        np.testing.assert_allclose(
+            float(ops.convert_to_numpy(loss)),
+            -np.mean((advantage * log_prob).sum(-1)),
+            rtol=1e-5,
+        )
+    with pytest.raises(ValueError, match="Received: baseline='mean'"):
+        models.resan.policy_gradient_loss(reward, log_prob, baseline="mean")
 
 
 def test_task_costs_match_numpy():
@@ -335,6 +344,52 @@ def test_without_reward_the_samplers_do_not_learn():
         np.testing.assert_array_equal(a, b)
     after = [np.array(ops.convert_to_numpy(w)) for w in model.trainable_weights]
     assert sum(np.abs(a - b).max() > 0 for a, b in zip(after, other)) > 10
+
+
+@pytest.mark.parametrize("baseline", ["leave_one_out", "none"])
+def test_compute_loss_uses_the_baseline(baseline):
+    # Compiled without a loss: the model's mean cross-entropy, plus the
+    # REINFORCE term with the chosen baseline, on the same forward pass.
+    x, y = pair_data(n=8)
+    model = classifier(baseline=baseline, dropout=0.0)
+    model.compile(optimizer="adam")
+    y_pred = model(x, training=True)
+    loss = model.compute_loss(x=x, y=y, y_pred=y_pred, training=True)
+    cost = ops.convert_to_numpy(model.task_cost(y, y_pred))
+    reward = -(
+        cost[:, None]
+        + 0.02 * ops.convert_to_numpy(y_pred["selection_percentage"])
+    )
+    if baseline == "leave_one_out":
+        reward = reward - (reward.sum(0) - reward) / (len(reward) - 1)
+    log_prob = ops.convert_to_numpy(y_pred["log_prob"])
+    expected = cost.mean() - np.mean((reward * log_prob).sum(-1))
+    np.testing.assert_allclose(
+        float(ops.convert_to_numpy(loss)), expected, rtol=1e-5
+    )
+
+
+def test_baseline_is_in_the_config_and_checked():
+    model = classifier(baseline="none")
+    assert model.get_config()["baseline"] == "none"
+    assert models.ReSANClassifier.from_config(model.get_config()).baseline == (
+        "none"
+    )
+    # Files saved before the argument existed load with the default.
+    config = classifier().get_config()
+    del config["baseline"]
+    revived = models.ReSANClassifier.from_config(config)
+    assert revived.baseline == "leave_one_out"
+    relatedness = models.ReSANRelatedness(
+        vocabulary_size=20, embedding_dim=4, baseline="none"
+    )
+    assert relatedness.get_config()["baseline"] == "none"
+    with pytest.raises(ValueError, match="Received: baseline=None"):
+        classifier(baseline=None)
+    with pytest.raises(ValueError, match="Received: baseline='zero'"):
+        models.ReSANRelatedness(
+            vocabulary_size=20, embedding_dim=4, baseline="zero"
+        )
 
 
 def test_relatedness_target_has_the_score_as_expectation():
