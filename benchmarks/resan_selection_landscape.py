@@ -12,14 +12,17 @@ is recorded for every pair of head rate `q_h` and dependent rate `q_d`:
 cost(q_h, q_d) = mean over pairs and draws of
                  0.5 * (score - y)^2      (relatedness)
                  cross-entropy            (NLI)
-reward(q_h, q_d) = -(cost + lambda * q_h * q_d)   (the expected percentage)
+reward(q_h, q_d) = -(cost + lambda * percentage)  (the measured mean
+                                                   percentage, ~ q_h * q_d)
 ```
 
 Beside the grid it records the model's own selection (the inference
-rule) and every real token selected. The model is the run's; its weights
-are changed only in this process. A model saved in its soft-only phase is
-measured as the samplers find it when their phase starts (the schedule's
-counter is moved past it here).
+rule; its head and dependent columns give the share of real tokens each
+sampler keeps, and the JSON their mean keep probabilities) and every real
+token selected. `--rates none` measures only those two. The model is the
+run's; its weights are changed only in this process. A model saved in its
+soft-only phase is measured as the samplers find it when their phase
+starts (the schedule's counter is moved past it here).
 
 Usage (from the repository root):
 
@@ -43,9 +46,13 @@ DEFAULT_RATES = "0.02,0.14,0.5,0.86,0.98"
 
 
 def parse_rates(text):
-    rates = [float(part) for part in text.split(",") if part.strip()]
-    bad = [q for q in rates if not 0.0 < q < 1.0]
-    if not rates or bad:
+    if text.strip() == "none":
+        return []
+    try:
+        rates = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        rates = []
+    if not rates or any(not 0.0 < q < 1.0 for q in rates):
         raise ValueError(
             f"--rates must be probabilities in (0, 1). Received: {text!r}"
         )
@@ -97,6 +104,40 @@ def fix_rate(sampler, rate):
     kernel = sampler.keep_dense.kernel
     sampler.keep_dense.kernel.assign(np.zeros(kernel.shape, "float32"))
     sampler.keep_dense.bias.assign([math.log(rate / (1.0 - rate))])
+
+
+def keep_rates(model, x, batch_size=256):
+    """Each sampler's share of real tokens kept by its inference rule and
+    its mean keep probability, over every sentence of `x`."""
+    import numpy as np
+    from keras import ops
+
+    embedding = model.encoder.get_layer("word_embedding")
+    totals = {"head": [0.0, 0.0], "dependent": [0.0, 0.0]}
+    real_tokens = 0.0
+    for ids in x.values():
+        for start in range(0, len(ids), batch_size):
+            batch = ids[start : start + batch_size]
+            mask = batch != 0
+            vectors = embedding(batch)
+            for role, sampler in zip(totals, samplers(model)):
+                selection, _, probabilities = sampler(
+                    vectors, mask=mask, return_probabilities=True
+                )
+                totals[role][0] += float(
+                    np.sum(ops.convert_to_numpy(selection))
+                )
+                totals[role][1] += float(
+                    np.sum(
+                        np.where(mask, ops.convert_to_numpy(probabilities), 0)
+                    )
+                )
+            real_tokens += float(mask.sum())
+    return {
+        f"{role}_{name}": value / real_tokens
+        for role, (kept, probability) in totals.items()
+        for name, value in (("kept", kept), ("keep_probability", probability))
+    }
 
 
 def load_pairs(run_dir, config, split, data_dir):
@@ -199,7 +240,17 @@ def main(argv=None):
     outputs = predict()
     cost, quality = task_figures(task, outputs, y)
     own_rate = float(np.mean(outputs["selection_percentage"]))
-    rows.append(("model's samplers", "", "", own_rate, cost, quality))
+    own = keep_rates(model, x)
+    rows.append(
+        (
+            "model's samplers",
+            round(own["head_kept"], 4),
+            round(own["dependent_kept"], 4),
+            own_rate,
+            cost,
+            quality,
+        )
+    )
     saved = [
         (s.keep_dense.kernel.numpy(), s.keep_dense.bias.numpy())
         for s in (head, dependent)
@@ -248,6 +299,9 @@ def main(argv=None):
         "draws": args.draws,
         "schedule_step_saved": step,
         "sparsity_penalty": penalty,
+        # The model's own samplers: share of real tokens kept at inference
+        # and mean keep probability, per sampler.
+        "own_samplers": own,
         "rows": [
             {
                 "selection": kind,

@@ -32,12 +32,19 @@ A model trained this briefly has not learned what a fully trained one
 selects, so the same pictures can be drawn from a model trained by
 `applications/relatedness/train.py` (the authors' encoder, loss, reward and
 schedule; about 12 minutes on a 2-core CPU): pass its run folder as
-`--model-dir`. The figures in the README come from such a run:
+`--model-dir` (and `--model-file last.keras` for the model at the end of
+training: the run keeps its best dev epoch as `model.keras`, which may come
+from before the samplers trained). The figures in the README come from
+such a run, seed 3 of the application's three-seed sweep, whose samplers
+end keeping every token (seed 1's and 2's end keeping almost none; see
+docs/resan.md, section 8):
 
 ```
-KERAS_BACKEND=jax python applications/relatedness/train.py --seed 1 \
-    --output-dir runs/sick_seed_1
-python tutorials/resan.py --model-dir runs/sick_seed_1
+KERAS_BACKEND=jax python applications/relatedness/train.py --seed 3 \
+    --encoder-dropout 0 --ema-momentum 0.997 \
+    --output-dir runs/sick_seeds_head/seed_3
+python tutorials/resan.py --model-dir runs/sick_seeds_head/seed_3 \
+    --model-file last.keras
 ```
 
 Data comes from `keras_attention.data` (`--data-dir` or
@@ -74,6 +81,13 @@ parser.add_argument(
     default=None,
     help="A run folder of applications/relatedness/train.py (model.keras "
     "and vocabulary.txt): draw its model instead of training one here.",
+)
+parser.add_argument(
+    "--model-file",
+    default="model.keras",
+    help="With --model-dir: the model file to draw, e.g. last.keras (the "
+    "end of training; model.keras is the best dev epoch, which may come "
+    "from before the samplers trained).",
 )
 args, _ = parser.parse_known_args()
 os.makedirs(args.output_dir, exist_ok=True)
@@ -201,7 +215,9 @@ epochs and the samplers then train with the rest for as many more.
 
 steps_per_epoch = -(-len(train[0]) // 50)  # batches of 50 pairs
 if args.model_dir:
-    model = runs.load_model(args.model_dir)  # safe_mode=True
+    model = runs.load_model(
+        args.model_dir, file_name=args.model_file
+    )  # safe_mode=True
     print(f"loaded {model.name} from {args.model_dir}")
 else:
     model = models.ReSANRelatedness(

@@ -10,7 +10,8 @@ landscape = helpers.load_script("benchmarks/resan_selection_landscape.py")
 
 def test_rates_must_be_probabilities():
     assert landscape.parse_rates("0.02, 0.5,0.98") == [0.02, 0.5, 0.98]
-    for text in ("0.5,1.0", "0", "", "0.5,-0.1"):
+    assert landscape.parse_rates("none") == []
+    for text in ("0.5,1.0", "0", "", "0.5,-0.1", "0.5,half"):
         with pytest.raises(ValueError, match=f"Received: {text!r}"):
             landscape.parse_rates(text)
 
