@@ -9,8 +9,8 @@ selections (`--draws` times per cell, dropout off), and the mean task cost
 is recorded for every pair of head rate `q_h` and dependent rate `q_d`:
 
 ```
-cost(q_h, q_d) = mean over pairs and draws of
-                 0.5 * (score - y)^2      (relatedness)
+cost(q_h, q_d) = mean over pairs and draws of the model's task_cost:
+                 0.5 * (score - y)^2      (relatedness, MSE objective)
                  cross-entropy            (NLI)
 reward(q_h, q_d) = -(cost + lambda * percentage)  (the measured mean
                                                    percentage, ~ q_h * q_d)
@@ -113,6 +113,7 @@ def keep_rates(model, x, batch_size=256):
     from keras import ops
 
     embedding = model.encoder.get_layer("word_embedding")
+    pair = samplers(model)
     totals = {"head": [0.0, 0.0], "dependent": [0.0, 0.0]}
     real_tokens = 0.0
     for ids in x.values():
@@ -120,7 +121,7 @@ def keep_rates(model, x, batch_size=256):
             batch = ids[start : start + batch_size]
             mask = batch != 0
             vectors = embedding(batch)
-            for role, sampler in zip(totals, samplers(model)):
+            for role, sampler in zip(totals, pair):
                 selection, _, probabilities = sampler(
                     vectors, mask=mask, return_probabilities=True
                 )
@@ -169,19 +170,18 @@ def load_pairs(run_dir, config, split, data_dir):
     return x, data.encode_labels(rows[labels]), "nli"
 
 
-def task_figures(task, outputs, y):
-    """`(mean cost, quality)`: the training cost and r or accuracy."""
+def task_figures(model, task, outputs, y):
+    """`(mean cost, quality)`: the model's own training cost
+    (`model.task_cost`, the one its reward uses) and r or accuracy."""
     import numpy as np
+    from keras import ops
 
+    cost = float(np.mean(ops.convert_to_numpy(model.task_cost(y, outputs))))
     if task == "relatedness":
         score = np.asarray(outputs["score"], "float64")
-        cost = 0.5 * (score - y) ** 2
-        return float(cost.mean()), float(np.corrcoef(score, y)[0, 1])
-    probabilities = np.asarray(outputs["probabilities"], "float64")
-    picked = probabilities[np.arange(len(y)), y]
-    cost = -np.log(np.clip(picked, 1e-7, 1.0))
-    accuracy = np.mean(np.argmax(probabilities, -1) == y)
-    return float(cost.mean()), float(accuracy)
+        return cost, float(np.corrcoef(score, y)[0, 1])
+    predicted = np.argmax(outputs["probabilities"], -1)
+    return cost, float(np.mean(predicted == y))
 
 
 def main(argv=None):
@@ -238,7 +238,7 @@ def main(argv=None):
         # inference; past it, the samplers decide.
         schedule[0].step.assign(schedule[0].soft_only_steps + 1)
     outputs = predict()
-    cost, quality = task_figures(task, outputs, y)
+    cost, quality = task_figures(model, task, outputs, y)
     own_rate = float(np.mean(outputs["selection_percentage"]))
     own = keep_rates(model, x)
     rows.append(
@@ -261,7 +261,7 @@ def main(argv=None):
                 fix_rate(head, head_rate)
                 fix_rate(dependent, dependent_rate)
                 draws = [predict() for _ in range(args.draws)]
-                figures = [task_figures(task, out, y) for out in draws]
+                figures = [task_figures(model, task, out, y) for out in draws]
                 percentage = np.mean(
                     [np.mean(out["selection_percentage"]) for out in draws]
                 )
@@ -283,7 +283,7 @@ def main(argv=None):
         # Back in the soft-only phase: every real token at inference.
         schedule[0].step.assign(0)
         outputs = predict()
-        cost, quality = task_figures(task, outputs, y)
+        cost, quality = task_figures(model, task, outputs, y)
         rows.append(("every real token", 1.0, 1.0, 1.0, cost, quality))
 
     penalty = float(model.sparsity_penalty)
