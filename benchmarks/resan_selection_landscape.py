@@ -33,7 +33,6 @@ Writes `benchmarks/results/NAME.json` and `.md`.
 """
 
 import argparse
-import contextlib
 import math
 import os
 import sys
@@ -57,28 +56,6 @@ def parse_rates(text):
             f"--rates must be probabilities in (0, 1). Received: {text!r}"
         )
     return rates
-
-
-@contextlib.contextmanager
-def sampled_selections(model):
-    """Inside the block the samplers draw their selections at inference
-    too (the rest of the model stays in inference mode: no dropout)."""
-    from keras_attention.layers import ReinforcedSequenceSampler
-
-    own = ReinforcedSequenceSampler.call
-
-    def sampled(self, inputs, mask=None, training=None, **kwargs):
-        return own(self, inputs, mask=mask, training=True, **kwargs)
-
-    # `predict` keeps its traced function: trace again with the new rule,
-    # and again after it.
-    ReinforcedSequenceSampler.call = sampled
-    model.predict_function = None
-    try:
-        yield
-    finally:
-        ReinforcedSequenceSampler.call = own
-        model.predict_function = None
 
 
 def samplers(model):
@@ -215,6 +192,7 @@ def main(argv=None):
     import numpy as np
 
     from keras_attention import data
+    from keras_attention.models.resan import sampler_inference
     from keras_attention.training import runs
 
     config = runs.read_config(args.run_dir)
@@ -255,7 +233,9 @@ def main(argv=None):
         (s.keep_dense.kernel.numpy(), s.keep_dense.bias.numpy())
         for s in (head, dependent)
     ]
-    with sampled_selections(model):
+    # The samplers draw at inference too (the rest stays in inference
+    # mode: no dropout).
+    with sampler_inference(model, "sample"):
         for head_rate in rates:
             for dependent_rate in rates:
                 fix_rate(head, head_rate)

@@ -21,12 +21,11 @@ import os
 import sys
 
 import numpy as np
-from keras import ops
 
 from keras_attention import data
 from keras_attention import visualization
-from keras_attention.layers import ReinforcedSequenceSampler
 from keras_attention.models.decomposable_attention import ALIGNMENT_LAYER
+from keras_attention.models.resan import sampler_inference
 from keras_attention.training import runs
 
 
@@ -37,35 +36,15 @@ def load_run(run_dir):
     return config, vocabulary, model
 
 
-SELECTION_RULES = ("threshold", "sampled", "all")
+# `--selection` values and the samplers' `inference` rules they set.
+SELECTION_RULES = {"threshold": "threshold", "sampled": "sample", "all": "all"}
 
 
-@contextlib.contextmanager
-def selection_rule(rule):
-    """Inside the block, every `ReinforcedSequenceSampler` selects by `rule`.
-
-    The samplers' inference rule is part of the layer; this changes it for
-    a measurement only, and puts the layer's own back when the block ends.
-    """
-    own = ReinforcedSequenceSampler.call
-
-    def sampled(self, inputs, mask=None, training=None, **kwargs):
-        return own(self, inputs, mask=mask, training=True, **kwargs)
-
-    def everything(self, inputs, mask=None, training=None, **kwargs):
-        outputs = own(self, inputs, mask=mask, training=training, **kwargs)
-        real = ops.ones(ops.shape(inputs)[:2], "bool")
-        if mask is not None:
-            real = ops.cast(mask, "bool")
-        return (real, *outputs[1:])
-
-    replacement = {"sampled": sampled, "all": everything}.get(rule)
-    if replacement is not None:
-        ReinforcedSequenceSampler.call = replacement
-    try:
-        yield
-    finally:
-        ReinforcedSequenceSampler.call = own
+def selection_rule(model, selection):
+    """The block in which `model` evaluates under `--selection`."""
+    if selection == "threshold":
+        return contextlib.nullcontext(model)  # The layers' own.
+    return sampler_inference(model, SELECTION_RULES[selection])
 
 
 def encode(sentences, index):
@@ -97,7 +76,7 @@ def main(argv=None):
     premise_tokens, premise_ids = encode(premises, index)
     hypothesis_tokens, hypothesis_ids = encode(hypotheses, index)
     inputs = {"premise": premise_ids, "hypothesis": hypothesis_ids}
-    with selection_rule(args.selection):
+    with selection_rule(model, args.selection):
         # Length-bucketed batches, as in training: padded to the split's
         # longest sentence, most of the attention work would be padding.
         outputs = data.predict_in_buckets(model, inputs, batch_size=256)

@@ -7,10 +7,13 @@ from keras_attention.ops.masking import masked_mean
 from keras_attention.utils.dtypes import floating_inputs
 from keras_attention.utils.initializers import clone_initializer
 from keras_attention.utils.masks import drop_keras_masks
+from keras_attention.utils.validation import check_choice
 from keras_attention.utils.validation import check_mask
 from keras_attention.utils.validation import check_positive_int
 from keras_attention.utils.validation import check_rank
 from keras_attention.utils.validation import static_shape
+
+INFERENCE_RULES = ("threshold", "sample", "all")
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -26,16 +29,20 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
     logits = keep_dense(activation(context_dense(features)))   # (B, T)
     probabilities = sigmoid(logits)
     training:  selection = uniform() < probabilities   # Bernoulli sample
-    inference: selection = probabilities > threshold   # deterministic
+    inference: selection = probabilities > threshold   # by default
     log_prob = sum_t log P(selection_t)                # (B,)
     ```
 
     The selection is discrete, so no gradient reaches this layer through it:
     its weights learn from `log_prob` by policy gradient (REINFORCE), which
     the ReSAN models do in `compute_loss`. Sampling uses the layer's own
-    `keras.random.SeedGenerator(seed)` and happens only when `training` is
-    true; at inference the rule is deterministic, so exported models are
-    reproducible.
+    `keras.random.SeedGenerator(seed)`. At inference the default rule is
+    deterministic, so exported models and evaluations are reproducible;
+    `inference="sample"` draws there too, as the authors' code does, and
+    `inference="all"` keeps every real token (what the soft network does
+    without the selection). The rule is an attribute: a model traced
+    before it changes keeps the old rule until it traces again
+    (`keras_attention.models.resan.sampler_inference` does both).
 
     Masking: the mask comes from the `mask` argument or the Keras mask of
     `inputs`. Padded tokens are never selected and add nothing to
@@ -62,12 +69,16 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
         activation: activation of the context fusion layer. Defaults to
             `"elu"` (the authors' code; release 0.1 used `"relu"`, which
             files saved by it keep).
+        inference: the selection when `training` is false: `"threshold"`
+            (keep probabilities above `threshold`), `"sample"` (a Bernoulli
+            draw, as in training) or `"all"` (every real token). Defaults
+            to `"threshold"`.
         **kwargs: base layer arguments (`name`, `dtype`, ...).
 
     Call arguments:
         inputs: tensor `(B, T, F)`.
         mask: optional boolean tensor `(B, T)`, `True` = real token.
-        training: bool. Sample (`True`) or apply the threshold.
+        training: bool. Sample (`True`) or apply the `inference` rule.
         return_probabilities: bool. Also return the keep probabilities.
 
     Returns:
@@ -97,6 +108,7 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
         activation="elu",
+        inference="threshold",
         **kwargs,
     ):
         check_positive_int("hidden_dim", hidden_dim, allow_none=True)
@@ -109,8 +121,10 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
                 "Argument `threshold` must be a float in (0, 1). "
                 f"Received: threshold={threshold!r}"
             )
+        check_choice("inference", inference, INFERENCE_RULES)
         super().__init__(**kwargs)
         self.hidden_dim = hidden_dim
+        self.inference = inference
         self.threshold = float(threshold)
         self.seed = seed
         keras.activations.get(activation)  # Fails on an unknown name.
@@ -169,11 +183,13 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
         logits = self.keep_dense(self.context_dense(features))[..., 0]
         logits = ops.cast(logits, "float32")  # (B, T)
         probabilities = ops.sigmoid(logits)
-        if training:
+        if training or self.inference == "sample":
             noise = keras.random.uniform(
                 ops.shape(logits), seed=self.seed_generator
             )
             selection = ops.less(noise, probabilities)
+        elif self.inference == "all":
+            selection = real
         else:
             # p > threshold  <=>  logit > log(threshold / (1 - threshold))
             cut = math.log(self.threshold / (1.0 - self.threshold))
@@ -206,6 +222,7 @@ class ReinforcedSequenceSampler(keras.layers.Layer):
                 "threshold": self.threshold,
                 "seed": self.seed,
                 "activation": self.activation,
+                "inference": self.inference,
                 "kernel_initializer": keras.initializers.serialize(
                     self.kernel_initializer
                 ),

@@ -8,6 +8,7 @@ The encoder maps token ids to a sentence vector with forward and backward
 `model.fit` trains everything on tensorflow, jax and torch.
 """
 
+import contextlib
 import math
 import re
 
@@ -18,6 +19,7 @@ from keras_attention.layers.reinforced_self_attention import EMPTY_CONTEXTS
 from keras_attention.layers.reinforced_self_attention import (
     ReinforcedSelfAttention,
 )
+from keras_attention.layers.reinforced_sequence_sampler import INFERENCE_RULES
 from keras_attention.layers.reinforced_sequence_sampler import (
     ReinforcedSequenceSampler,
 )
@@ -876,6 +878,55 @@ def with_sampler_optimizer(optimizer, sampler_optimizer):
             optimizer, {SAMPLER_VARIABLES: sampler_optimizer}
         )
     )
+
+
+@contextlib.contextmanager
+def sampler_inference(model, rule):
+    """Inside the block, `model`'s samplers select by `rule` at inference.
+
+    ```python
+    with models.resan.sampler_inference(model, "sample"):
+        sampled = model.predict(x)    # the authors' rule: draw at inference
+    ```
+
+    Sets the `inference` rule of every `ReinforcedSequenceSampler` in
+    `model`, at any depth, and drops the model's traced predict and
+    evaluate functions so that the next call traces with the rule (a traced
+    function keeps the rule it was traced with); both are undone when the
+    block ends. The rest of the model stays in inference mode (no dropout).
+
+    Args:
+        model: a `keras.Model` with at least one sampler.
+        rule: `"threshold"`, `"sample"` or `"all"` (see
+            `ReinforcedSequenceSampler`).
+
+    Yields:
+        `model`.
+    """
+    check_choice("rule", rule, INFERENCE_RULES)
+    samplers = [
+        layer
+        for layer in model._flatten_layers(include_self=False)
+        if isinstance(layer, ReinforcedSequenceSampler)
+    ]
+    if not samplers:
+        raise ValueError(
+            "Argument `model` must contain a ReinforcedSequenceSampler. "
+            f"Received: model={model.name!r} without one"
+        )
+    own = [sampler.inference for sampler in samplers]
+
+    def use(rules):
+        for sampler, sampler_rule in zip(samplers, rules):
+            sampler.inference = sampler_rule
+        model.predict_function = None
+        model.test_function = None
+
+    use([rule] * len(samplers))
+    try:
+        yield model
+    finally:
+        use(own)
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")

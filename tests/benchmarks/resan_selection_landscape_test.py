@@ -34,9 +34,10 @@ def test_fixed_rates_keep_tokens_with_that_probability():
         # 4,800 draws: the kept share is within 4 standard errors.
         kept = float(np.mean(ops.convert_to_numpy(selection)))
         assert abs(kept - rate) < 4 * np.sqrt(rate * (1 - rate) / 4800)
-    # Inside the block the samplers sample at inference too; after it they
-    # follow their threshold again (p = 0.86 > 0.5: every token).
-    with landscape.sampled_selections(model):
+    # With the rates fixed, sampling at inference keeps 0.14 x 0.86 of
+    # each sentence's pairs; the threshold rule (p = 0.86 > 0.5 for the
+    # dependents, 0.14 < 0.5 for the heads) keeps none.
+    with models.resan.sampler_inference(model, "sample"):
         first = model.predict({"sentence_a": ids, "sentence_b": ids}, verbose=0)
     after = model.predict({"sentence_a": ids, "sentence_b": ids}, verbose=0)
     expected = 0.14 * 0.86

@@ -123,3 +123,41 @@ class ReinforcedSequenceSamplerTest(LayerTestCase):
             layers.ReinforcedSequenceSampler(threshold=1.5)
         with pytest.raises(ValueError, match="Received: hidden_dim=-1"):
             layers.ReinforcedSequenceSampler(hidden_dim=-1)
+        with pytest.raises(ValueError, match="Received: inference='sampled'"):
+            layers.ReinforcedSequenceSampler(inference="sampled")
+
+    def test_inference_rules(self):
+        x = RNG.normal(size=(3, 12, 4)).astype("float32")
+        mask = lengths_mask([12, 5, 0], 12)
+        own = layers.ReinforcedSequenceSampler(seed=3)
+        sample = layers.ReinforcedSequenceSampler(seed=3, inference="sample")
+        every = layers.ReinforcedSequenceSampler(inference="all")
+        for layer in (own, sample, every):
+            layer.build(x.shape)
+            layer.set_weights(own.get_weights())
+        logits = numpy_keep_logits(x, mask, [to_numpy(w) for w in own.weights])
+        # "sample" draws at inference exactly what training draws.
+        drawn, log_prob = sample(x, mask=mask)
+        trained, _ = own(x, mask=mask, training=True)
+        np.testing.assert_array_equal(to_numpy(drawn), to_numpy(trained))
+        np.testing.assert_allclose(
+            to_numpy(log_prob),
+            numpy_log_prob(logits, to_numpy(drawn), mask),
+            atol=1e-4,
+        )
+        # "all" keeps every real token and nothing else.
+        kept, log_prob = every(x, mask=mask)
+        np.testing.assert_array_equal(to_numpy(kept), mask)
+        np.testing.assert_allclose(
+            to_numpy(log_prob), numpy_log_prob(logits, mask, mask), atol=1e-4
+        )
+        # The rule is in the config; files saved without it threshold.
+        config = sample.get_config()
+        assert config["inference"] == "sample"
+        assert (
+            layers.ReinforcedSequenceSampler.from_config(config).inference
+            == "sample"
+        )
+        del config["inference"]
+        old = layers.ReinforcedSequenceSampler.from_config(config)
+        assert old.inference == "threshold"

@@ -164,6 +164,37 @@ def test_with_sampler_optimizer_rejects_what_is_not_two_optimizers():
         models.resan.with_sampler_optimizer(adam, adam)
 
 
+def test_sampler_inference_sets_and_restores_the_rule():
+    x, _ = pair_data(n=16)
+    model = classifier(dropout=0.0)
+    model.compile(loss="sparse_categorical_crossentropy")
+    own = model.predict(x, verbose=0)["selection_percentage"]
+    assert np.mean(own) < 0.9  # Untrained samplers keep about half.
+    samplers = [
+        layer
+        for layer in model._flatten_layers()
+        if isinstance(layer, ReinforcedSequenceSampler)
+    ]
+    assert len(samplers) == 2
+    with models.resan.sampler_inference(model, "all"):
+        assert {s.inference for s in samplers} == {"all"}
+        # Through the compiled predict and evaluate, traced again.
+        every = model.predict(x, verbose=0)["selection_percentage"]
+        model.evaluate(x, np.zeros(16, "int32"), verbose=0)
+    np.testing.assert_allclose(every, 1.0)
+    assert {s.inference for s in samplers} == {"threshold"}
+    np.testing.assert_array_equal(
+        model.predict(x, verbose=0)["selection_percentage"], own
+    )
+    with pytest.raises(ValueError, match="Received: rule='sampled'"):
+        with models.resan.sampler_inference(model, "sampled"):
+            pass
+    plain = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    with pytest.raises(ValueError, match="must contain a Reinforced"):
+        with models.resan.sampler_inference(plain, "all"):
+            pass
+
+
 def numpy_percentage(heads, dependents, mask):
     real = np.maximum(mask.sum(-1), 1)
     return ((heads & mask).sum(-1) / real) * (
