@@ -64,6 +64,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     config, vocabulary, model = load_run(args.run_dir)
+    if args.selection != "threshold" and config["model"] != "resan":
+        parser.error(
+            f"--selection {args.selection} needs a ReSAN run. Received: "
+            f"--run-dir {args.run_dir} (model {config['model']!r})"
+        )
     index = data.vocabulary_index(vocabulary)
     if config["dataset"] == "sick":
         rows = data.load_sick(args.split, data_dir=args.data_dir)

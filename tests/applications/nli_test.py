@@ -33,7 +33,7 @@ needs_data = helpers.needs_data(*helpers.SICK_AND_GLOVE)
 
 
 @needs_data
-def test_smoke_run_writes_metrics_and_a_loadable_model(tmp_path):
+def test_smoke_run_writes_metrics_and_a_loadable_model(tmp_path, capsys):
     train = load_script()
     config = train.parse_args(
         [
@@ -76,6 +76,18 @@ def test_smoke_run_writes_metrics_and_a_loadable_model(tmp_path):
     vocabulary = (tmp_path / "vocabulary.txt").read_text().split("\n")[:-1]
     assert vocabulary[:2] == ["<pad>", "<unk>"]
     assert len(vocabulary) == embedding.input_dim
+    # evaluate.py scores the run and draws an alignment; the samplers'
+    # selection rules are refused by name for a model without samplers.
+    evaluate = helpers.load_script(
+        ROOT / "applications" / "nli" / "evaluate.py", "nli_evaluate"
+    )
+    result = evaluate.main(["--run-dir", str(tmp_path), "--split", "dev"])
+    assert 0.0 <= result["accuracy"] <= 1.0
+    assert "selection_percentage" not in result
+    assert (tmp_path / "alignment_0.png").stat().st_size > 0
+    with pytest.raises(SystemExit):
+        evaluate.main(["--run-dir", str(tmp_path), "--selection", "sampled"])
+    assert "--selection sampled needs a ReSAN run" in capsys.readouterr().err
 
 
 def test_every_builder_has_the_shared_interface():
