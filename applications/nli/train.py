@@ -466,8 +466,10 @@ def load_initial_weights(model, path, x_train, vocabulary):
 
     The earlier run must have the same model and vocabulary: when a
     `vocabulary.txt` sits next to `path` it is compared with this run's.
-    A backup of this run, when there is one, still takes precedence (it is
-    restored when `fit` starts), so an interrupted run resumes exactly.
+    A ReSAN schedule starts again from step 0 (the earlier run's step
+    counter is not kept). A backup of this run, when there is one, still
+    takes precedence (it is restored when `fit` starts), so an interrupted
+    run resumes exactly.
     """
     if not os.path.isfile(path):
         raise FileNotFoundError(
@@ -498,6 +500,11 @@ def load_initial_weights(model, path, x_train, vocabulary):
             "--initial-weights does not fit this model (same --model, "
             f"--hidden-dim and options needed): {error}. Received: {path!r}"
         ) from error
+    for layer in model.layers:
+        if isinstance(layer, models.resan.TrainingSchedule):
+            # The schedule's step counter came with the weights; this run's
+            # phases count from its own first step, as its optimizer does.
+            layer.step.assign(0)
 
 
 class KeepNewest(keras.callbacks.Callback):

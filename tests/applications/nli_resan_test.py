@@ -115,6 +115,42 @@ def test_resan_schedule_defaults():
     assert config.sparsity_penalty == 0.02
 
 
+def test_initial_weights_start_the_schedule_again(tmp_path):
+    # A second stage from an earlier run's weights has its own phases: the
+    # earlier run's step counter (past its own samplers-only phase) must
+    # not come with them.
+    from keras_attention import models
+
+    rng = np.random.default_rng(0)
+    ids = rng.integers(1, 30, size=(2, 8, 6))
+    x = {"premise": ids[0], "hypothesis": ids[1]}
+    y = np.arange(8) % 3
+
+    def build():
+        return models.ReSANClassifier(
+            vocabulary_size=30,
+            embedding_dim=6,
+            hidden_dim=4,
+            seed=1,
+            soft_only_steps=0,
+            sampler_only_steps=2,
+        )
+
+    earlier = build()
+    earlier.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+    earlier.fit(x, y, batch_size=4, epochs=2, verbose=0)
+    assert int(earlier.get_layer("training_schedule").step.numpy()) == 4
+    path = str(tmp_path / "earlier.weights.h5")
+    earlier.save_weights(path)
+    model = build()
+    load_script().load_initial_weights(model, path, x, vocabulary=None)
+    assert int(model.get_layer("training_schedule").step.numpy()) == 0
+    for mine, theirs in zip(model.trainable_weights, earlier.trainable_weights):
+        np.testing.assert_array_equal(
+            keras.ops.convert_to_numpy(mine), keras.ops.convert_to_numpy(theirs)
+        )
+
+
 def test_sampler_optimizer_gives_the_samplers_their_own():
     train = load_script()
     config = train.parse_args(
