@@ -47,6 +47,7 @@ API_MODULES = (
     "models",
     "losses",
     "schedules",
+    "optimizers",
     "metrics",
     "callbacks",
     "checkpoints",

@@ -33,6 +33,7 @@ from keras_attention import losses
 from keras_attention import metrics
 from keras_attention import models
 from keras_attention import ops
+from keras_attention import optimizers
 from keras_attention import saving
 from keras_attention import schedules
 from keras_attention.version import __version__
@@ -47,6 +48,7 @@ __all__ = [
     "metrics",
     "models",
     "ops",
+    "optimizers",
     "saving",
     "schedules",
     "__version__",

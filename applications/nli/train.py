@@ -86,9 +86,10 @@ class Config:
     )
     sampler_optimizer: str = cli.flag(
         "shared",
-        "resan: the samplers' optimizer. shared: the --optimizer updates "
-        "every variable; adadelta (the authors'), adam or adagrad: one of "
-        "the samplers' own, with --sampler-learning-rate.",
+        "resan: the samplers' optimizer. shared: one like --optimizer "
+        "(same kind and rate); adadelta (the authors'), adam or adagrad: "
+        "with --sampler-learning-rate. Each group skips the schedule's "
+        "steps that give its loss the weight 0.",
         ("shared", "adadelta", "adam", "adagrad"),
     )
     sampler_learning_rate: float = cli.flag(
@@ -388,13 +389,16 @@ def new_optimizer(kind, learning_rate=None):
 
 def make_optimizer(config):
     optimizer = new_optimizer(config.optimizer, config.learning_rate)
-    if config.model == "resan" and config.sampler_optimizer != "shared":
-        optimizer = models.resan.with_sampler_optimizer(
-            optimizer,
-            new_optimizer(
+    if config.model == "resan":
+        # Two optimizers even when "shared": the soft network's takes no
+        # step in the samplers-only phase (its gradient is 0 there, but
+        # Adam's moments would keep moving it).
+        samplers = None
+        if config.sampler_optimizer != "shared":
+            samplers = new_optimizer(
                 config.sampler_optimizer, config.sampler_learning_rate
-            ),
-        )
+            )
+        optimizer = models.resan.with_sampler_optimizer(optimizer, samplers)
     return training.with_moving_average(optimizer, config.ema_momentum)
 
 

@@ -62,9 +62,10 @@ class Config:
     learning_rate: float = 1e-3
     sampler_optimizer: str = cli.flag(
         "shared",
-        "The samplers' optimizer. shared: the Adam of --learning-rate "
-        "updates every variable; adadelta (the authors'), adam or adagrad: "
-        "one of the samplers' own, with --sampler-learning-rate.",
+        "The samplers' optimizer. shared: an Adam like the soft "
+        "network's (--learning-rate); adadelta (the authors'), adam or "
+        "adagrad: with --sampler-learning-rate. Each group skips the "
+        "schedule's steps that give its loss the weight 0.",
         ("shared", "adadelta", "adam", "adagrad"),
     )
     sampler_learning_rate: float = cli.flag(
@@ -442,13 +443,16 @@ def train(config):
 
 
 def make_optimizer(config):
-    """Adam for every variable, or, with `--sampler-optimizer`, Adam for
-    the soft network and the samplers' own optimizer for theirs (the
-    authors' two optimizers; `models.resan.with_sampler_optimizer`)."""
+    """Adam for the soft network and, for ReSAN, the samplers' optimizer
+    of `--sampler-optimizer` for theirs (the authors' two optimizers;
+    `models.resan.with_sampler_optimizer`): each group takes no step in
+    the schedule's phases that leave it without a gradient."""
     optimizer = keras.optimizers.Adam(config.learning_rate)
     kind = config.sampler_optimizer
-    if kind == "shared":
+    if config.model != "resan":
         return optimizer
+    if kind == "shared":
+        return models.resan.with_sampler_optimizer(optimizer)
     rate = config.sampler_learning_rate or SAMPLER_LEARNING_RATES[kind]
     if kind == "adadelta":
         samplers = models.resan.authors_sampler_optimizer(rate)

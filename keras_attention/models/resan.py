@@ -26,6 +26,7 @@ from keras_attention.layers.reinforced_sequence_sampler import (
 from keras_attention.layers.source2_token_attention import Source2TokenAttention
 from keras_attention.ops.replicas import replica_sum
 from keras_attention.ops.replicas import scale_for_replicas
+from keras_attention.optimizers import GroupSkippingOptimizer
 from keras_attention.utils.seeds import sub_seed
 from keras_attention.utils.validation import check_choice
 from keras_attention.utils.validation import check_positive_int
@@ -833,7 +834,7 @@ def authors_sampler_optimizer(learning_rate=0.5):
     return keras.optimizers.Adadelta(learning_rate, rho=0.95, epsilon=1e-8)
 
 
-def with_sampler_optimizer(optimizer, sampler_optimizer):
+def with_sampler_optimizer(optimizer, sampler_optimizer=None):
     """The authors' two optimizers: one for the samplers, one for the rest.
 
     The samplers' only gradient is the REINFORCE term and the other
@@ -842,6 +843,13 @@ def with_sampler_optimizer(optimizer, sampler_optimizer):
     (the `hard_network` variables) and `train_op_sl` (every other) do.
     Adam, for example, normalises away the small scale of the policy
     gradient; the authors' samplers take Adadelta's far smaller first steps.
+
+    The two groups skip the steps of the `TrainingSchedule` phases that
+    give their loss the weight 0 (`optimizers.GroupSkippingOptimizer`):
+    in the samplers-only phase the soft network's optimizer takes no step,
+    as the authors' `train_op_sl` is not run then. With one optimizer for
+    every variable, Adam's moments would keep moving the soft network
+    through that phase on a zero gradient.
 
     ```python
     model.compile(optimizer=models.resan.with_sampler_optimizer(
@@ -854,15 +862,20 @@ def with_sampler_optimizer(optimizer, sampler_optimizer):
         optimizer: a `keras.optimizers.Optimizer` for every variable but
             the samplers'.
         sampler_optimizer: another one, for the variables of the layers
-            named `*sampler` (`SAMPLER_VARIABLES`).
+            named `*sampler` (`SAMPLER_VARIABLES`). Defaults to `None`: a
+            new optimizer with `optimizer`'s config (in joint training the
+            same updates as `optimizer` alone for every variable).
 
     Returns:
-        A `keras.optimizers.MultiOptimizer`, serializable with the model.
+        An `optimizers.GroupSkippingOptimizer` (a
+        `keras.optimizers.MultiOptimizer`), serializable with the model.
     """
     for name, value in (
         ("optimizer", optimizer),
         ("sampler_optimizer", sampler_optimizer),
     ):
+        if name == "sampler_optimizer" and value is None:
+            continue
         if not isinstance(value, keras.optimizers.Optimizer):
             raise TypeError(
                 f"Argument `{name}` must be a `keras.optimizers.Optimizer`. "
@@ -873,7 +886,9 @@ def with_sampler_optimizer(optimizer, sampler_optimizer):
             "Arguments `optimizer` and `sampler_optimizer` must be two "
             f"optimizers. Received the same object twice: {optimizer!r}"
         )
-    return keras.optimizers.MultiOptimizer(
+    if sampler_optimizer is None:
+        sampler_optimizer = type(optimizer).from_config(optimizer.get_config())
+    return GroupSkippingOptimizer(
         keras.optimizers.OptimizerMap(
             optimizer, {SAMPLER_VARIABLES: sampler_optimizer}
         )

@@ -141,7 +141,8 @@ def _multi_with_moving_average(optimizer, momentum):
             rebuilt[id(inner)] = with_moving_average(inner, momentum)
         return rebuilt[id(inner)]
 
-    return keras.optimizers.MultiOptimizer(
+    # The same class: a `GroupSkippingOptimizer` stays one.
+    return type(optimizer)(
         keras.optimizers.OptimizerMap(
             average(mapping.default_optimizer),
             {key: average(mapping[key]) for key in mapping},

@@ -8,6 +8,8 @@ import keras
 import numpy as np
 import pytest
 
+from keras_attention import optimizers
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "applications" / "nli" / "train.py"
 
@@ -157,7 +159,7 @@ def test_sampler_optimizer_gives_the_samplers_their_own():
         ["--model", "resan", "--sampler-optimizer", "adadelta"]
     )
     optimizer = train.make_optimizer(config)
-    assert isinstance(optimizer, keras.optimizers.MultiOptimizer)
+    assert isinstance(optimizer, optimizers.GroupSkippingOptimizer)
     kinds = {type(inner).__name__: inner for inner in optimizer.optimizers}
     assert sorted(kinds) == ["Adadelta", "Adam"]
     # The authors' Adadelta: learning rate 0.5, rho 0.95, epsilon 1e-8.
@@ -180,8 +182,17 @@ def test_sampler_optimizer_gives_the_samplers_their_own():
     rates = sorted(float(o.learning_rate) for o in optimizer.optimizers)
     assert rates == pytest.approx([1e-5, 1e-3])
     assert all(o.use_ema for o in optimizer.optimizers)
+    # "shared": an Adam of the same settings for each group, so that the
+    # soft network's skips the samplers-only phase; no split without
+    # samplers.
     shared = train.make_optimizer(train.parse_args(["--model", "resan"]))
-    assert isinstance(shared, keras.optimizers.Adam)
+    assert isinstance(shared, optimizers.GroupSkippingOptimizer)
+    soft, samplers = shared.optimizers
+    assert soft is not samplers
+    assert soft.get_config() == samplers.get_config() | {"name": soft.name}
+    assert isinstance(soft, keras.optimizers.Adam)
+    plain = train.make_optimizer(train.parse_args(["--model", "decomposable"]))
+    assert isinstance(plain, keras.optimizers.Adam)
 
 
 @pytest.mark.parametrize(

@@ -79,6 +79,15 @@ def test_resan_samplers_learn_in_the_compared_step(replica_results):
     assert replica_results["resan"]["sampler_moved"] > 10 * TOLERANCE
 
 
+def test_idle_groups_skip_their_steps_on_two_devices(replica_results):
+    # Soft network alone, samplers alone, both: under `tf.distribute` the
+    # idle group's state is put back on every device; on jax inside the
+    # sharded step. Each group's Adam took 2 of the 3 steps.
+    phases = replica_results["resan_phases"]
+    assert phases["moves"] == [[False, True], [True, False], [True, True]]
+    assert (phases["soft_iterations"], phases["sampler_iterations"]) == (2, 2)
+
+
 def test_batches_divide_among_the_devices_on_jax(replica_results):
     if keras.backend.backend() != "jax":
         pytest.skip("tf.distribute splits uneven batches itself")

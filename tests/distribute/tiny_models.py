@@ -126,10 +126,18 @@ def one_step(name, scope, jit_compile, learning_rate=0.5):
     """
     import keras
 
+    from keras_attention import models
+
     with scope:
         model, loss = tiny_model(name)
+        optimizer = keras.optimizers.SGD(learning_rate)
+        if name == "resan":
+            # Its own optimizer per group, as the applications train it:
+            # the groups' state is selected back per device under
+            # `tf.distribute` (`optimizers.GroupSkippingOptimizer`).
+            optimizer = models.resan.with_sampler_optimizer(optimizer)
         model.compile(
-            optimizer=keras.optimizers.SGD(learning_rate),
+            optimizer=optimizer,
             loss=loss,
             jit_compile=jit_compile,
         )
@@ -170,12 +178,15 @@ def compare_replicas(backend):
         if backend == "jax":
             keras.distribution.set_distribution(None)
         single = one_step(name, contextlib.nullcontext(), jit_compile)
-        if backend == "tensorflow":
-            scope = strategy.scope()
-        else:
-            scope = strategies.strategy_scope("data_parallel")
+
+        def new_scope():
+            if backend == "tensorflow":
+                return strategy.scope()
+            return strategies.strategy_scope("data_parallel")
+
+        double = one_step(name, new_scope(), jit_compile)
+        if backend != "tensorflow":
             replicas = strategies.num_replicas()
-        double = one_step(name, scope, jit_compile)
         names = single[2]
         sampler = [i for i, n in enumerate(names) if "sampler" in n]
         results[name] = {
@@ -190,9 +201,70 @@ def compare_replicas(backend):
             if sampler
             else None,
         }
+        if name == "resan":
+            with new_scope():
+                results["resan_phases"] = phases_on_two_devices()
     if backend == "jax":
         results["batch_helpers"] = batch_helpers()
     return results
+
+
+def phases_on_two_devices(steps=3):
+    """A ReSAN classifier with one soft-only and one samplers-only step,
+    Adam per group, trained on the devices of the current scope: per step,
+    `[samplers moved, soft network moved]`, and each group's optimizer
+    steps."""
+    import keras
+
+    from keras_attention import models
+
+    keras.utils.set_random_seed(0)
+    model = models.ReSANClassifier(
+        vocabulary_size=30,
+        embedding_dim=6,
+        hidden_dim=4,
+        dropout=0.0,
+        seed=0,
+        soft_only_steps=1,
+        sampler_only_steps=1,
+    )
+    model.compile(
+        optimizer=models.resan.with_sampler_optimizer(
+            keras.optimizers.Adam(0.05)
+        ),
+        loss="sparse_categorical_crossentropy",
+    )
+    x, y = batch("resan")
+    moves = []
+    for _ in range(steps):
+        before = [
+            np.array(keras.ops.convert_to_numpy(w))
+            for w in model.trainable_weights
+        ]
+        model.fit(x, y, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
+        moved = [
+            np.abs(np.array(keras.ops.convert_to_numpy(w)) - start).max()
+            for w, start in zip(model.trainable_weights, before)
+        ]
+        is_sampler = ["sampler" in w.path for w in model.trainable_weights]
+        moves.append(
+            [
+                bool(any(m > 0 for m, s in zip(moved, is_sampler) if s)),
+                bool(any(m > 0 for m, s in zip(moved, is_sampler) if not s)),
+            ]
+        )
+    mapping = model.optimizer._optimizer_map
+    return {
+        "moves": moves,
+        "soft_iterations": int(
+            keras.ops.convert_to_numpy(mapping.default_optimizer.iterations)
+        ),
+        "sampler_iterations": int(
+            keras.ops.convert_to_numpy(
+                mapping[models.resan.SAMPLER_VARIABLES].iterations
+            )
+        ),
+    }
 
 
 def batch_helpers():

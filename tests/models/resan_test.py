@@ -7,6 +7,7 @@ import pytest
 from keras import ops
 
 from keras_attention import models
+from keras_attention import optimizers
 from keras_attention.layers import ReinforcedSequenceSampler
 
 RNG = np.random.default_rng(17)
@@ -162,6 +163,8 @@ def test_with_sampler_optimizer_rejects_what_is_not_two_optimizers():
         models.resan.with_sampler_optimizer(adam, "adam")
     with pytest.raises(ValueError, match="the same object twice"):
         models.resan.with_sampler_optimizer(adam, adam)
+    with pytest.raises(TypeError, match="Received: optimizer=None"):
+        models.resan.with_sampler_optimizer(None)
 
 
 def test_sampler_inference_sets_and_restores_the_rule():
@@ -445,16 +448,20 @@ def variables_by_group(model):
     return values
 
 
-def test_schedule_soft_then_samplers_then_both_and_resumes(tmp_path):
-    # SGD without momentum: a zero gradient leaves a variable unchanged.
-    x, y = pair_data(n=16)
-    model = classifier(soft_only_steps=2, sampler_only_steps=2)
-    model.compile(
-        optimizer=keras.optimizers.SGD(0.1),
-        loss="sparse_categorical_crossentropy",
-    )
+# (samplers moved, soft network moved) at steps 0..4 of a schedule of 2
+# soft-only and 2 samplers-only steps.
+SCHEDULED_MOVES = [
+    (False, True),
+    (False, True),
+    (True, False),
+    (True, False),
+    (True, True),
+]
+
+
+def moves_under_schedule(model, x, y, steps=5):
     moved = []
-    for _ in range(5):
+    for _ in range(steps):
         before = variables_by_group(model)
         model.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0)
         after = variables_by_group(model)
@@ -465,14 +472,19 @@ def test_schedule_soft_then_samplers_then_both_and_resumes(tmp_path):
                 any("sampler" not in p for p in changed),
             )
         )
-    # (samplers moved, soft network moved) at steps 0..4.
-    assert moved == [
-        (False, True),
-        (False, True),
-        (True, False),
-        (True, False),
-        (True, True),
-    ], moved
+    return moved
+
+
+def test_schedule_soft_then_samplers_then_both_and_resumes(tmp_path):
+    # SGD without momentum: a zero gradient leaves a variable unchanged.
+    x, y = pair_data(n=16)
+    model = classifier(soft_only_steps=2, sampler_only_steps=2)
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.1),
+        loss="sparse_categorical_crossentropy",
+    )
+    moved = moves_under_schedule(model, x, y)
+    assert moved == SCHEDULED_MOVES, moved
     schedule = model.get_layer("training_schedule")
     assert int(ops.convert_to_numpy(schedule.step)) == 5
     path = str(tmp_path / "scheduled.keras")
@@ -481,6 +493,52 @@ def test_schedule_soft_then_samplers_then_both_and_resumes(tmp_path):
     revived_step = revived.get_layer("training_schedule").step
     assert int(ops.convert_to_numpy(revived_step)) == 5
     assert (revived.soft_only_steps, revived.sampler_only_steps) == (2, 2)
+
+
+def test_with_sampler_optimizer_keeps_adam_to_the_schedule(tmp_path):
+    # Adam with one optimizer for every variable moves the soft network on
+    # its first moment through the samplers-only steps (zero gradient);
+    # `with_sampler_optimizer` gives each group its own Adam, and the idle
+    # group takes no step: moments and iteration count included.
+    x, y = pair_data(n=16)
+    plain = classifier(soft_only_steps=2, sampler_only_steps=2)
+    plain.compile(
+        optimizer=keras.optimizers.Adam(0.01),
+        loss="sparse_categorical_crossentropy",
+    )
+    drifting = moves_under_schedule(plain, x, y)
+    assert [soft for _, soft in drifting] == [True] * 5, drifting
+
+    model = classifier(soft_only_steps=2, sampler_only_steps=2)
+    model.compile(
+        optimizer=models.resan.with_sampler_optimizer(
+            keras.optimizers.Adam(0.01)
+        ),
+        loss="sparse_categorical_crossentropy",
+    )
+    moved = moves_under_schedule(model, x, y)
+    assert moved == SCHEDULED_MOVES, moved
+    mapping = model.optimizer._optimizer_map
+    soft = mapping.default_optimizer
+    samplers = mapping[models.resan.SAMPLER_VARIABLES]
+    assert isinstance(model.optimizer, optimizers.GroupSkippingOptimizer)
+    assert isinstance(samplers, keras.optimizers.Adam)
+    assert type(samplers) is type(soft) and samplers is not soft
+    assert samplers.get_config() == soft.get_config() | {"name": samplers.name}
+    # Steps taken: the soft network 2 + 1, the samplers 2 + 1.
+    assert int(ops.convert_to_numpy(soft.iterations)) == 3
+    assert int(ops.convert_to_numpy(samplers.iterations)) == 3
+    assert int(ops.convert_to_numpy(model.optimizer.iterations)) == 5
+    path = str(tmp_path / "grouped.keras")
+    model.save(path)
+    revived = keras.saving.load_model(path, safe_mode=True)
+    assert isinstance(revived.optimizer, optimizers.GroupSkippingOptimizer)
+    for saved, loaded in zip(
+        model.optimizer.variables, revived.optimizer.variables
+    ):
+        np.testing.assert_array_equal(
+            ops.convert_to_numpy(saved), ops.convert_to_numpy(loaded)
+        )
 
 
 def test_soft_only_phase_selects_every_real_token():
