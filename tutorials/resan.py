@@ -211,6 +211,9 @@ does the model, from a step counter saved with it: the soft network alone
 on every real token for `soft_only_steps`, then the samplers alone for
 `sampler_only_steps`, then both. Here the first phase lasts `--epochs`
 epochs and the samplers then train with the rest for as many more.
+`models.resan.with_sampler_optimizer` gives each part an Adam of its own
+that takes no step while the schedule leaves it without a gradient (one
+Adam for both would keep moving the idle part on its momentum).
 """
 
 steps_per_epoch = -(-len(train[0]) // 50)  # batches of 50 pairs
@@ -229,7 +232,12 @@ else:
         soft_only_steps=args.epochs * steps_per_epoch,
         seed=0,
     )
-    model.compile(optimizer=keras.optimizers.Adam(2e-3), jit_compile=False)
+    model.compile(
+        optimizer=models.resan.with_sampler_optimizer(
+            keras.optimizers.Adam(2e-3)
+        ),
+        jit_compile=False,
+    )
 
 
 def evaluate():

@@ -37,8 +37,9 @@ BATCH = 4  # global batch: two replicas of 2 examples
 MODELS = ("transformer", "decomposable", "resan")
 
 
-def tiny_model(name, seed=0):
-    """`(model, loss)` for one of `MODELS`, a few hundred weights."""
+def tiny_model(name, seed=0, **resan_arguments):
+    """`(model, loss)` for one of `MODELS`, a few hundred weights;
+    `resan_arguments` go to the ReSAN classifier."""
     import keras
 
     from keras_attention import losses
@@ -76,6 +77,7 @@ def tiny_model(name, seed=0):
             hidden_dim=4,
             dropout=0.0,
             seed=seed,
+            **resan_arguments,
         )
     return model, "sparse_categorical_crossentropy"
 
@@ -218,21 +220,12 @@ def phases_on_two_devices(steps=3):
 
     from keras_attention import models
 
-    keras.utils.set_random_seed(0)
-    model = models.ReSANClassifier(
-        vocabulary_size=30,
-        embedding_dim=6,
-        hidden_dim=4,
-        dropout=0.0,
-        seed=0,
-        soft_only_steps=1,
-        sampler_only_steps=1,
-    )
+    model, loss = tiny_model("resan", soft_only_steps=1, sampler_only_steps=1)
     model.compile(
         optimizer=models.resan.with_sampler_optimizer(
             keras.optimizers.Adam(0.05)
         ),
-        loss="sparse_categorical_crossentropy",
+        loss=loss,
     )
     x, y = batch("resan")
     moves = []

@@ -459,6 +459,13 @@ SCHEDULED_MOVES = [
 ]
 
 
+def scheduled_classifier(optimizer):
+    # 2 soft-only steps, then 2 samplers-only steps, then both.
+    model = classifier(soft_only_steps=2, sampler_only_steps=2)
+    model.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy")
+    return model
+
+
 def moves_under_schedule(model, x, y, steps=5):
     moved = []
     for _ in range(steps):
@@ -478,11 +485,7 @@ def moves_under_schedule(model, x, y, steps=5):
 def test_schedule_soft_then_samplers_then_both_and_resumes(tmp_path):
     # SGD without momentum: a zero gradient leaves a variable unchanged.
     x, y = pair_data(n=16)
-    model = classifier(soft_only_steps=2, sampler_only_steps=2)
-    model.compile(
-        optimizer=keras.optimizers.SGD(0.1),
-        loss="sparse_categorical_crossentropy",
-    )
+    model = scheduled_classifier(keras.optimizers.SGD(0.1))
     moved = moves_under_schedule(model, x, y)
     assert moved == SCHEDULED_MOVES, moved
     schedule = model.get_layer("training_schedule")
@@ -501,20 +504,12 @@ def test_with_sampler_optimizer_keeps_adam_to_the_schedule(tmp_path):
     # `with_sampler_optimizer` gives each group its own Adam, and the idle
     # group takes no step: moments and iteration count included.
     x, y = pair_data(n=16)
-    plain = classifier(soft_only_steps=2, sampler_only_steps=2)
-    plain.compile(
-        optimizer=keras.optimizers.Adam(0.01),
-        loss="sparse_categorical_crossentropy",
-    )
+    plain = scheduled_classifier(keras.optimizers.Adam(0.01))
     drifting = moves_under_schedule(plain, x, y)
     assert [soft for _, soft in drifting] == [True] * 5, drifting
 
-    model = classifier(soft_only_steps=2, sampler_only_steps=2)
-    model.compile(
-        optimizer=models.resan.with_sampler_optimizer(
-            keras.optimizers.Adam(0.01)
-        ),
-        loss="sparse_categorical_crossentropy",
+    model = scheduled_classifier(
+        models.resan.with_sampler_optimizer(keras.optimizers.Adam(0.01))
     )
     moved = moves_under_schedule(model, x, y)
     assert moved == SCHEDULED_MOVES, moved
