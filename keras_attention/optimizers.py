@@ -7,8 +7,9 @@ on their moments, and a moving average keeps pulling towards them. A
 variable whose gradient is `None` is skipped by every Keras optimizer; a
 weight of 0 is not `None` once the step is compiled, because the phase is
 a tensor. `GroupSkippingOptimizer` makes it so: a group whose gradients
-are all zero in a step keeps its variables, its optimizer's state
-(moments, iteration count, moving averages) exactly as they were.
+are all zero in a step keeps its variables and its optimizer's state
+(moments, iteration count) exactly as they were, while its moving average
+of the weights, if any, keeps following them.
 """
 
 import keras
@@ -26,11 +27,19 @@ class GroupSkippingOptimizer(keras.optimizers.MultiOptimizer):
     Each inner optimizer updates its own group of variables, as in
     `keras.optimizers.MultiOptimizer`. In a step where every gradient of a
     group is exactly zero (over all replicas), that group takes no step:
-    its variables, its optimizer's slots, iteration count and moving
-    averages stay bit for bit as they were, as if its optimizer had not
-    been called, which is what two separate training operations do in a
-    TF1 program that runs only one of them. The other groups step as
-    usual; the wrapper's own `iterations` counts every step.
+    its variables, its optimizer's slots and iteration count stay bit for
+    bit as they were, as if its optimizer had not been called, which is
+    what two separate training operations do in a TF1 program that runs
+    only one of them. The other groups step as usual; the wrapper's own
+    `iterations` counts every step.
+
+    A moving average of the weights (`use_ema=True`) lives in the Keras
+    optimizer but is not part of its step: in such a program it is an
+    operation of its own (`tf.train.ExponentialMovingAverage`) that runs
+    every step. So an idle group's average keeps moving towards the
+    group's unchanged weights, by the optimizer's own rule: the weights
+    themselves while the optimizer has not stepped yet, else
+    `ema_momentum * average + (1 - ema_momentum) * weights`.
 
     The inner optimizers are applied as usual, and an idle group's state
     is selected back afterwards (`where`, without a branch), so the step
@@ -108,6 +117,28 @@ def _apply_unless_idle(optimizer, pairs):
         for variable, old in zip(state, before)
     ]
     _assign(state, kept)
+    averages = getattr(optimizer, "_model_variables_moving_average", None)
+    if optimizer.use_ema and averages:
+        # Keras's rule, with the iteration count the step left as it was.
+        first = ops.equal(optimizer.iterations, 0)
+        momentum = ops.where(first, 0.0, optimizer.ema_momentum)
+        pairs = [
+            (weights, average)
+            for weights, average in zip(
+                optimizer._trainable_variables, averages
+            )
+            if average is not None
+        ]
+        followed = [
+            ops.where(
+                idle,
+                ops.cast(momentum, average.dtype) * average.value
+                + ops.cast(1.0 - momentum, average.dtype) * weights.value,
+                average.value,
+            )
+            for weights, average in pairs
+        ]
+        _assign([average for _, average in pairs], followed)
 
 
 def _any_nonzero(grad):

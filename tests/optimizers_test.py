@@ -37,22 +37,47 @@ GRAD_B = ops.convert_to_tensor([0.2, 0.1, -0.3])
 
 def test_idle_group_keeps_its_variables_and_state_bit_for_bit():
     optimizer, (a, b) = two_groups(use_ema=True, ema_momentum=0.9)
-    optimizer.apply([GRAD_A, GRAD_B], [a, b])
+    for _ in range(2):
+        optimizer.apply([GRAD_A, GRAD_B], [a, b])
     first, second = group_optimizers(optimizer)
-    state_a = numpy_values([a] + first.variables)
+    (average_a,) = first._model_variables_moving_average
+    # Everything of group "a" but its moving average.
+    state = [a] + [v for v in first.variables if v is not average_a]
+    before = numpy_values(state)
+    weights, average = numpy_values([a, average_a])
+    assert np.abs(average - weights).max() > 1e-3  # not a trivial case
     state_b = numpy_values([b] + second.variables)
     # Group "a" has only zeros: it takes no step; "b" steps.
     optimizer.apply([ops.zeros_like(GRAD_A), GRAD_B], [a, b])
-    for after, before in zip(numpy_values([a] + first.variables), state_a):
-        np.testing.assert_array_equal(after, before)
+    for after, start in zip(numpy_values(state), before):
+        np.testing.assert_array_equal(after, start)
+    # Its average follows the unchanged weights (Keras's rule, momentum 0.9).
+    np.testing.assert_allclose(
+        numpy_values([average_a])[0],
+        0.9 * average + 0.1 * weights,
+        rtol=1e-6,
+    )
     moved = [
-        np.abs(after - before).max()
-        for after, before in zip(numpy_values([b] + second.variables), state_b)
+        np.abs(after - start).max()
+        for after, start in zip(numpy_values([b] + second.variables), state_b)
     ]
-    assert min(moved[:1]) > 0.0 and max(moved) > 0.0
-    assert int(ops.convert_to_numpy(first.iterations)) == 1
-    assert int(ops.convert_to_numpy(second.iterations)) == 2
-    assert int(ops.convert_to_numpy(optimizer.iterations)) == 2
+    assert moved[0] > 0.0
+    assert int(ops.convert_to_numpy(first.iterations)) == 2
+    assert int(ops.convert_to_numpy(second.iterations)) == 3
+    assert int(ops.convert_to_numpy(optimizer.iterations)) == 3
+
+
+def test_a_group_idle_from_the_start_averages_its_weights():
+    # Keras creates the averages as zeros and sets them at the first step;
+    # a group that has not stepped yet must not average zeros.
+    optimizer, (a, b) = two_groups(use_ema=True, ema_momentum=0.9)
+    for _ in range(2):
+        optimizer.apply([ops.zeros_like(GRAD_A), GRAD_B], [a, b])
+    first, _ = group_optimizers(optimizer)
+    (average_a,) = first._model_variables_moving_average
+    weights, average = numpy_values([a, average_a])
+    np.testing.assert_array_equal(average, weights)
+    assert int(ops.convert_to_numpy(first.iterations)) == 0
 
 
 def test_a_single_nonzero_entry_is_a_step():
