@@ -351,7 +351,20 @@ def _limits(encoder_token_ids, extra, output_length):
 
 
 def _next_token_log_probs(model, step, tokens, state, use_cache, length):
-    """Log-probabilities `(B', V)` of the token after position `step`."""
+    """Log-probabilities `(B', V)` of the token after position `step`,
+    padding's at `NEGATIVE`."""
+    logits, self_cache = _next_token_logits(
+        model, step, tokens, state, use_cache, length
+    )
+    log_probs = ops.log_softmax(logits, axis=-1)
+    # Never emit padding.
+    vocabulary = ops.arange(ops.shape(log_probs)[-1])
+    log_probs = ops.where(ops.equal(vocabulary, 0), NEGATIVE, log_probs)
+    return log_probs, self_cache
+
+
+def _next_token_logits(model, step, tokens, state, use_cache, length):
+    """Float32 logits `(B', V)` of the token after position `step`."""
     self_cache, cross_cache, encoder_outputs, encoder_mask = state
     decoder_only = _decoder_only(model)
     if use_cache:
@@ -375,11 +388,24 @@ def _next_token_log_probs(model, step, tokens, state, use_cache, length):
                 tokens[:, :length], encoder_outputs, encoder_mask
             )
         logits = ops.take(logits, step, axis=1)
-    log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
-    # Never emit padding.
-    vocabulary = ops.arange(ops.shape(log_probs)[-1])
-    log_probs = ops.where(ops.equal(vocabulary, 0), NEGATIVE, log_probs)
-    return log_probs, self_cache
+    return ops.cast(logits, "float32"), self_cache
+
+
+def _log_normalizers(logits):
+    """`log(sum(exp(logits)))` of each row of `(B', V)` logits, `(B', 1)`:
+    `logits - _log_normalizers(logits)` are the log-probabilities.
+
+    On tensorflow it is read off the softmax, `max(logits) - log(max(
+    softmax(logits)))` (the largest probability is `1 / sum(exp(logits -
+    max))`, at least `1 / V`, so its logarithm is accurate): oneDNN's
+    softmax kernel takes about 40% of the time of tensorflow's own
+    `log_softmax` or `reduce_logsumexp` over `(64, 8000)` on this CPU.
+    """
+    if keras.backend.backend() != "tensorflow":
+        return ops.logsumexp(logits, axis=-1, keepdims=True)
+    peak = ops.max(logits, axis=-1, keepdims=True)
+    top = ops.max(ops.softmax(logits, axis=-1), axis=-1, keepdims=True)
+    return peak - ops.log(top)
 
 
 def _cache_methods(model):
@@ -597,21 +623,45 @@ def _beam_fn(model, settings):
         def body(
             step, tokens, alive_scores, finished_tokens, finished_scores, cache
         ):
-            log_probs, cache = _next_token_log_probs(
+            logits, cache = _next_token_logits(
                 model, step, tokens, (cache,) + state[1:], use_cache, length
-            )
-            log_probs, generated, in_prompt = _constrain(
-                log_probs, step, tokens, limits, prompt_ends, end_id, beams
-            )  # (B, K, V)
-            vocabulary_size = ops.shape(log_probs)[-1]
-            totals = ops.expand_dims(alive_scores, -1) + log_probs
-            # (B, K * V) -> the 2K best extensions: at most K of them end
-            # (one per live hypothesis), so K of them can stay live.
-            scores, picked = _best_extensions(
-                ops.reshape(totals, (batch, -1)), 2 * beams
-            )  # (B, 2K)
-            origin = offsets + picked // vocabulary_size  # (B, 2K) flat rows
-            chosen = picked % vocabulary_size  # (B, 2K) tokens
+            )  # (B * K, V)
+            normalizers = _log_normalizers(logits)  # (B * K, 1)
+            vocabulary_size = ops.shape(logits)[-1]
+            logits = ops.reshape(logits, (batch, beams, vocabulary_size))
+            normalizers = ops.reshape(normalizers, (batch, beams, 1))
+            # The 2K best extensions: at most K of them end (one per live
+            # hypothesis), so K of them can stay live.
+            extensions = _best_extensions(
+                logits, normalizers, alive_scores, 2 * beams
+            )  # 3 x (B, 2K): scores, hypotheses, tokens
+
+            def only(allowed, values, token):
+                # Where `allowed` (B, 1), each hypothesis's one extension
+                # is `token` with log-probability `values` (B, K).
+                extra = _only_extensions(alive_scores, values, token)
+                return tuple(
+                    ops.where(allowed, new, old)
+                    for new, old in zip(extra, extensions)
+                )
+
+            # At the length limit only `end_id`.
+            end_log_probs = logits[:, :, end_id] - normalizers[:, :, 0]
+            forced = ops.greater_equal(step + 1, limits)  # (B, 1)
+            extensions = only(forced, end_log_probs, end_id)
+            generated, in_prompt = step + 1, None
+            if decoder_only:
+                # Inside its prompt, the prompt's next token at no cost.
+                in_prompt = ops.less_equal(step + 1, prompt_ends)  # (B, 1)
+                prompt_token = ops.reshape(
+                    ops.take(tokens, step + 1, axis=1), (batch, beams)
+                )
+                extensions = only(
+                    in_prompt, ops.zeros_like(end_log_probs), prompt_token
+                )
+                generated = ops.maximum(step + 1 - prompt_ends, 0)
+            scores, hypotheses, chosen = extensions  # (B, 2K) each
+            origin = offsets + hypotheses  # (B, 2K) flat rows
             ends = ops.equal(chosen, end_id)
             if decoder_only:
                 ends = ops.logical_and(ends, ops.logical_not(in_prompt))
@@ -680,20 +730,129 @@ def _beam_fn(model, settings):
     return run
 
 
-def _best_extensions(values, k):
-    """The beam search's top-k over `(B, K * V)` scores: by blocks on
-    tensorflow and jax, one `top_k` on torch, whose eager multi-threaded
-    `topk` is as fast as the blocks' five ops there (2 threads: blocks
-    0.83-1.01x its speed; `benchmarks/top_k.py`)."""
-    if keras.backend.backend() == "torch":
-        scores, indices = ops.top_k(values, k, sorted=True)
-        return scores, ops.cast(indices, "int32")
-    return _top_k_by_blocks(values, k)
+def _best_extensions(logits, normalizers, alive_scores, k):
+    """The `k` best one-token extensions of each sentence's live hypotheses.
+
+    An extension of hypothesis `h` by token `v` scores `alive_scores[h] +
+    (logits[h, v] - normalizers[h])`, its log-probability; padding (id 0)
+    never extends. The result is what one `top_k` over the `(B, K * V)`
+    scores gives (padding's at `NEGATIVE`), equal scores ranked by
+    hypothesis, then token, as `top_k` ranks them on tensorflow and jax,
+    without computing all `K * V` scores.
+
+    The rows are cut into blocks of `width` tokens. A block's best score is
+    its hypothesis's score plus its largest logit less the normalizer, and
+    the `k` best extensions lie in the `k` blocks whose best scores are
+    largest: a block holding one of them whose best is beaten by `k` other
+    blocks' would leave `k` better extensions. So one `max` pass over the
+    logits, a top-k over `B * K * V / width` block bests and one over the
+    `k * width` extensions of the chosen blocks replace the scores and the
+    top-k over all of them: 2.1x (torch, one core) to 5.0x (tensorflow)
+    faster at beam 4 over 8,000 words (`benchmarks/top_k.py`). The chosen
+    blocks are kept in row order, so equal scores rank as in one `top_k`.
+    Where the blocks would be too small to pay, the scores are computed and
+    ranked in one `top_k`.
+
+    Args:
+        logits: float32 `(B, K, V)`, the next token's logits per hypothesis.
+        normalizers: `(B, K, 1)`, their log-sum-exp (`_log_normalizers`).
+        alive_scores: `(B, K)` log-probabilities of the live hypotheses.
+        k: int, at most `K * (V - 1)`.
+
+    Returns:
+        `(scores, hypotheses, tokens)`, each `(B, k)`, best first: the
+        extensions' log-probabilities, the extended hypotheses (int32 in
+        `[0, K)`) and the tokens (int32).
+    """
+    beams, size = ops.shape(logits)[1:]
+    width = _block_width(size, max(k // beams, 1))
+    if width is None:
+        return _extensions_in_one_top_k(logits, normalizers, alive_scores, k)
+    return _extensions_by_blocks(logits, normalizers, alive_scores, k, width)
+
+
+def _extensions_in_one_top_k(logits, normalizers, alive_scores, k):
+    """`_best_extensions` from all `K * V` scores and one `top_k`."""
+    batch, _, size = ops.shape(logits)
+    totals = ops.expand_dims(alive_scores, -1) + (logits - normalizers)
+    padding_id = ops.equal(ops.arange(size), 0)
+    totals = ops.where(padding_id, NEGATIVE, totals)
+    scores, picked = ops.top_k(ops.reshape(totals, (batch, -1)), k, sorted=True)
+    picked = ops.cast(picked, "int32")
+    return scores, picked // size, picked % size
+
+
+def _extensions_by_blocks(logits, normalizers, alive_scores, k, width):
+    """`_best_extensions` through the best scores of blocks of `width`
+    tokens."""
+    batch, beams, size = ops.shape(logits)
+    padding = -size % width
+    if padding:
+        # Below every logit: the padding never reaches the top k.
+        low = ops.full((batch, beams, padding), -np.inf, logits.dtype)
+        logits = ops.concatenate([logits, low], axis=-1)
+    count = (size + padding) // width  # blocks per hypothesis
+    blocks = ops.reshape(logits, (batch, beams, count, width))
+    maxima = ops.max(blocks, axis=-1)  # (B, K, count)
+    # The first block's best without the padding id.
+    maxima = ops.concatenate(
+        [ops.max(blocks[:, :, :1, 1:], axis=-1), maxima[:, :, 1:]], axis=-1
+    )
+    block_scores = ops.expand_dims(alive_scores, -1) + (maxima - normalizers)
+    _, best = ops.top_k(
+        ops.reshape(block_scores, (batch, beams * count)), k, sorted=True
+    )
+    best = ops.sort(ops.cast(best, "int32"), axis=-1)  # (B, k) row order
+    hypotheses = best // count  # (B, k)
+    # (B * k, W) -> (B, k, W) logits of the chosen blocks.
+    chosen = _take_rows(
+        ops.reshape(blocks, (batch, beams * count, width)), best
+    )
+    chosen = ops.reshape(chosen, (batch, k, width))
+    alive = ops.take_along_axis(alive_scores, hypotheses, axis=1)
+    normalizer = ops.take_along_axis(normalizers[:, :, 0], hypotheses, axis=1)
+    totals = ops.expand_dims(alive, -1) + (
+        chosen - ops.expand_dims(normalizer, -1)
+    )
+    tokens = ops.expand_dims((best % count) * width, -1) + ops.arange(
+        width, dtype="int32"
+    )  # (B, k, W)
+    totals = ops.where(ops.equal(tokens, 0), NEGATIVE, totals)
+    scores, within = ops.top_k(
+        ops.reshape(totals, (batch, k * width)), k, sorted=True
+    )
+    within = ops.cast(within, "int32")
+    return (
+        scores,
+        ops.take_along_axis(hypotheses, within // width, axis=1),
+        ops.take_along_axis(ops.reshape(tokens, (batch, -1)), within, axis=1),
+    )
+
+
+def _only_extensions(alive_scores, log_probs, token):
+    """`_best_extensions`' result where each live hypothesis `h` of `(B,
+    K)` has one extension, `token` (an int or `(B, K)` ids) with
+    log-probability `log_probs[h]`: the `K` of them best first, then `K`
+    impossible ones (`NEGATIVE`, padding) to fill `2K` places."""
+    batch, beams = ops.shape(alive_scores)
+    totals = ops.concatenate(
+        [alive_scores + log_probs, alive_scores + NEGATIVE], axis=1
+    )  # (B, 2K)
+    scores, picked = ops.top_k(totals, 2 * beams, sorted=True)
+    picked = ops.cast(picked, "int32")
+    token = ops.cast(ops.broadcast_to(token, (batch, beams)), "int32")
+    tokens = ops.concatenate([token, ops.zeros_like(token)], axis=1)
+    return (
+        scores,
+        picked % beams,
+        ops.take_along_axis(tokens, picked, axis=1),
+    )
 
 
 def _block_width(size, k):
-    """Block width for `_top_k_by_blocks` over rows of `size` values, or
-    `None` where one `top_k` over the whole row is as cheap.
+    """Block width for `_best_extensions` over rows of `size` logits of
+    which about `k` are chosen, or `None` where one `top_k` over all the
+    scores is as cheap.
 
     The work is one pass over the row plus a top-k over `size / width`
     block maxima and one over the `k * width` values of the chosen blocks,
@@ -711,44 +870,6 @@ def _block_width(size, k):
     if divisors:
         return min(divisors, key=lambda width: abs(np.log(width / target)))
     return int(round(target))
-
-
-def _top_k_by_blocks(values, k):
-    """`ops.top_k(values, k)` of a `(B, N)` float tensor, sorted, as
-    `(scores, int32 indices)`, found through the maxima of blocks.
-
-    The row is cut into blocks of `width` values. The `k` largest values
-    lie in the `k` blocks whose maxima are largest: a block holding one of
-    them whose maximum is beaten by `k` other blocks' would leave `k`
-    larger values. So one `max` pass over the row, a top-k over the block
-    maxima and one over the `k` chosen blocks replace the top-k over the
-    whole row, which on tensorflow and jax CPUs costs several times more
-    at beam search's sizes (about 2x and 4x for `(16, 32000)`, k = 8;
-    `benchmarks/top_k.py`). The chosen blocks are kept in row order, so
-    equal values rank by position as in `ops.top_k` on tensorflow and jax.
-    """
-    batch, size = ops.shape(values)
-    width = _block_width(size, k)
-    if width is None:
-        scores, indices = ops.top_k(values, k, sorted=True)
-        return scores, ops.cast(indices, "int32")
-    padding = -size % width
-    if padding:
-        # Below every score: the padding never reaches the top k.
-        low = ops.full((batch, padding), -np.inf, values.dtype)
-        values = ops.concatenate([values, low], axis=1)
-    blocks = ops.reshape(values, (batch, -1, width))  # (B, N / W, W)
-    _, best = ops.top_k(ops.max(blocks, axis=-1), k, sorted=True)
-    best = ops.sort(ops.cast(best, "int32"), axis=-1)  # (B, k) row order
-    candidates = ops.take_along_axis(
-        blocks, ops.expand_dims(best, -1), axis=1
-    )  # (B, k, W)
-    scores, within = ops.top_k(
-        ops.reshape(candidates, (batch, k * width)), k, sorted=True
-    )
-    within = ops.cast(within, "int32")
-    block = ops.take_along_axis(best, within // width, axis=1)
-    return scores, block * width + within % width
 
 
 def _take_rows(values, picked):

@@ -348,51 +348,104 @@ def test_search_loop_with_one_beam_and_no_penalty_is_greedy(model):
     np.testing.assert_array_equal(to_numpy(tokens), to_numpy(greedy))
 
 
-def _top_k_reference(values, k):
-    # Largest first; equal values by position, as `top_k` on tensorflow
-    # and jax ranks them.
-    order = np.argsort(-values, axis=1, kind="stable")[:, :k]
-    return np.take_along_axis(values, order, axis=1), order
+def _extensions_reference(logits, normalizers, alive, k):
+    # Every extension's score, padding at NEGATIVE, ranked best first and
+    # equal scores by position, as `top_k` ranks them on tensorflow and
+    # jax: (scores, hypotheses, tokens).
+    size = logits.shape[-1]
+    totals = alive[:, :, None] + (logits - normalizers)
+    totals[:, :, 0] = search.NEGATIVE
+    totals = totals.reshape(len(totals), -1)
+    order = np.argsort(-totals, axis=1, kind="stable")[:, :k]
+    return (
+        np.take_along_axis(totals, order, axis=1),
+        order // size,
+        order % size,
+    )
+
+
+def _random_extensions_case(rng, beams, size):
+    logits = rng.normal(size=(4, beams, size)).astype("float32")
+    normalizers = np.log(np.exp(logits).sum(-1, keepdims=True))
+    alive = -rng.uniform(1, 5, size=(4, beams)).astype("float32")
+    # Row 0: the first step, one live hypothesis. Row 1: the best logits
+    # of a hypothesis all in one block. Row 2: in the last (maybe padded)
+    # block. Row 3: padding's logit is the largest, and must not count.
+    alive[0, 1:] = search.NEGATIVE
+    logits[1, 1, 100:110] += 10.0
+    logits[2, -1, -3:] += 10.0
+    logits[3, :, 0] += 20.0
+    return logits, normalizers, alive
 
 
 @pytest.mark.parametrize(
-    "size, k", [(32000, 8), (4 * 997, 8), (6000, 6), (300, 8)]
+    "beams, size", [(4, 8000), (4, 997), (3, 150), (4, 60)]
 )
-def test_top_k_by_blocks_equals_top_k(size, k):
-    # 32000 = 4 beams x 8000 words cuts into blocks of 64; 3988 has no
-    # divisor near its block width, so the row is padded; 300 is too short
-    # for blocks and takes one `top_k`.
-    rng = np.random.default_rng(size)
-    values = rng.normal(size=(5, size)).astype("float32")
-    # The best values of one row all in one block, of another in the last
-    # (padded) block.
-    values[1, 100:110] += 10.0
-    values[2, -3:] += 10.0
-    scores, indices = search._top_k_by_blocks(ops.convert_to_tensor(values), k)
-    expected_scores, expected_indices = _top_k_reference(values, k)
-    assert ops.convert_to_numpy(indices).dtype == np.int32
-    np.testing.assert_array_equal(to_numpy(scores), expected_scores)
-    np.testing.assert_array_equal(to_numpy(indices), expected_indices)
-
-
-def test_top_k_by_blocks_ranks_ties_as_top_k():
-    # Masked scores are equal (NEGATIVE plus one hypothesis's score); so
-    # are block maxima across blocks. Ties must go where `top_k` puts them.
-    values = np.full((3, 32000), search.NEGATIVE, "float32")
-    values[0, 5000:5003] = 0.0  # three winners, then ties
-    values[1, ::1000] = -1.0  # one per 1000: ties across many blocks
-    values[2, 31990:] = 2.0  # ties in the last block
-    scores, indices = search._top_k_by_blocks(ops.convert_to_tensor(values), 8)
-    expected_scores, expected_indices = _top_k_reference(values, 8)
-    np.testing.assert_array_equal(to_numpy(scores), expected_scores)
-    indices = to_numpy(indices)
-    np.testing.assert_array_equal(
-        np.take_along_axis(values, indices, axis=1), expected_scores
+def test_best_extensions_equal_one_top_k_over_all_scores(beams, size):
+    # 8000 words cut into blocks of 64; 997 has no divisor near its block
+    # width, so the rows are padded; 60 is too short for blocks and takes
+    # one `top_k`.
+    logits, normalizers, alive = _random_extensions_case(
+        np.random.default_rng(size), beams, size
     )
-    assert all(len(set(row)) == 8 for row in indices)
+    k = 2 * beams
+    inputs = [ops.convert_to_tensor(x) for x in (logits, normalizers, alive)]
+    expected = _extensions_reference(logits, normalizers, alive, k)
+    ways = {
+        "chosen": search._best_extensions(*inputs, k),
+        "one top_k": search._extensions_in_one_top_k(*inputs, k),
+    }
+    for way, got in ways.items():
+        got = [to_numpy(x) for x in got]
+        assert got[1].dtype == np.int32 and got[2].dtype == np.int32
+        names = ("scores", "hypotheses", "tokens")
+        for name, a, b in zip(names, got, expected):
+            np.testing.assert_array_equal(a, b, err_msg=f"{way}: {name}")
+        assert not (got[2] == 0).any()
+
+
+def test_best_extensions_rank_ties_as_top_k():
+    # Equal logits across many blocks, hypotheses of equal score: the
+    # extensions must come in the order one `top_k` gives them.
+    beams, size = 4, 8000
+    logits = np.full((3, beams, size), -30.0, "float32")
+    logits[0, 2, 5000:5003] = 0.0  # three winners, then ties
+    logits[1, :, ::1000] = -1.0  # one per 1000: ties across blocks
+    logits[2, 3, 7990:] = 2.0  # ties in the last block
+    normalizers = np.zeros((3, beams, 1), "float32")
+    alive = np.full((3, beams), -2.0, "float32")
+    got = search._best_extensions(
+        ops.convert_to_tensor(logits),
+        ops.convert_to_tensor(normalizers),
+        ops.convert_to_tensor(alive),
+        8,
+    )
+    scores, hypotheses, tokens = [to_numpy(x) for x in got]
+    expected = _extensions_reference(logits, normalizers, alive, 8)
+    np.testing.assert_array_equal(scores, expected[0])
+    rows = np.arange(3)[:, None]
+    np.testing.assert_array_equal(
+        alive[rows, hypotheses] + logits[rows, hypotheses, tokens], scores
+    )
+    assert all(len(set(zip(h, t))) == 8 for h, t in zip(hypotheses, tokens))
     if keras.backend.backend() != "torch":
         # torch's own `topk` leaves the order of equal values unspecified.
-        np.testing.assert_array_equal(indices, expected_indices)
+        np.testing.assert_array_equal(hypotheses, expected[1])
+        np.testing.assert_array_equal(tokens, expected[2])
+
+
+def test_log_normalizers_equal_logsumexp():
+    rng = np.random.default_rng(0)
+    logits = (rng.normal(size=(6, 8000)) * 4).astype("float32")
+    logits[0] += 80.0  # exp would overflow without the shift
+    logits[1, 7] = 60.0  # one token takes nearly all the mass
+    got = to_numpy(search._log_normalizers(ops.convert_to_tensor(logits)))
+    shifted = logits.astype("float64") - logits.max(-1, keepdims=True)
+    expected = logits.max(-1, keepdims=True) + np.log(
+        np.exp(shifted).sum(-1, keepdims=True)
+    )
+    assert got.shape == (6, 1)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=2e-5)
 
 
 def test_search_over_a_large_vocabulary_equals_one_top_k(monkeypatch):
@@ -407,7 +460,7 @@ def test_search_over_a_large_vocabulary_equals_one_top_k(monkeypatch):
         intermediate_dim=32,
         max_sequence_length=16,
     )
-    assert search._block_width(4 * 600, 8) is not None
+    assert search._block_width(600, 2) is not None
     sources = np.array([[5, 6, 7, 2], [9, 2, 0, 0]], "int32")
 
     def run():
