@@ -39,6 +39,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_attention.models import transformer_base
 from keras_attention.utils.validation import check_positive_int
 
 # Scores of impossible continuations; finite so that sums stay finite.
@@ -365,17 +366,20 @@ def _next_token_log_probs(model, step, tokens, state, use_cache, length):
 
 def _next_token_logits(model, step, tokens, state, use_cache, length):
     """Float32 logits `(B', V)` of the token after position `step`."""
-    self_cache, cross_cache, encoder_outputs, encoder_mask = state
+    self_cache, cross_cache, encoder_outputs, encoder_mask, kernel = state
     decoder_only = _decoder_only(model)
     if use_cache:
         # (B', L + 1) -> (B', 1)
         current = ops.expand_dims(ops.take(tokens, step, axis=1), 1)
         decode_step = _cache_methods(model)[1]
+        # The output projection, computed before the loop, where the
+        # model has one.
+        extra = () if kernel is None else (kernel,)
         if decoder_only:
-            logits, self_cache = decode_step(current, step, self_cache)
+            logits, self_cache = decode_step(current, step, self_cache, *extra)
         else:
             logits, self_cache = decode_step(
-                current, step, self_cache, cross_cache, encoder_mask
+                current, step, self_cache, cross_cache, encoder_mask, *extra
             )
         logits = logits[:, 0]
     else:
@@ -433,13 +437,19 @@ def _reorder_cache(cache, order):
 
 
 def _initial_state(model, encoder_token_ids, length, repeats, use_cache):
+    """What every decoding step reads: `(self_cache, cross_cache,
+    encoder_outputs, encoder_mask, output_kernel)`; the first is carried
+    through the loop, the others are fixed."""
+    kernel = None
+    if use_cache and hasattr(model, "_decode_layer_step"):
+        kernel = transformer_base.output_kernel(model)
     if _decoder_only(model):
         rows = ops.shape(encoder_token_ids)[0] * repeats
         if use_cache:
             self_cache = _cache_methods(model)[0](rows, length)
         else:
             self_cache = ops.zeros((1,), "float32")  # loop-state placeholder
-        return self_cache, None, None, None
+        return self_cache, None, None, None, kernel
     encoder_outputs, encoder_mask = model.encode(encoder_token_ids)
     if repeats > 1:
         # Tile every sentence's encoder outputs across its beams.
@@ -451,7 +461,7 @@ def _initial_state(model, encoder_token_ids, length, repeats, use_cache):
     else:
         # Placeholders so the loop state has the same structure.
         self_cache = cross_cache = ops.zeros((1,), encoder_outputs.dtype)
-    return self_cache, cross_cache, encoder_outputs, encoder_mask
+    return self_cache, cross_cache, encoder_outputs, encoder_mask, kernel
 
 
 def _greedy_fn(model, settings):

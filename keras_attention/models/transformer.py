@@ -230,8 +230,11 @@ class Transformer(TransformerModelBase):
         self_attention_caches,
         cross_attention_caches,
         encoder_padding_mask,
+        output_kernel=None,
     ):
-        """`decode_step` on the caches of `_initial_layer_caches`."""
+        """`decode_step` on the caches of `_initial_layer_caches`, with
+        the output projection `transformer_base.output_kernel(self)` when
+        given."""
         return transformer_base.decode_layer_caches(
             self,
             token_ids,
@@ -239,6 +242,7 @@ class Transformer(TransformerModelBase):
             self_attention_caches,
             cross_attention_caches,
             encoder_padding_mask,
+            output_kernel,
         )
 
 

@@ -165,10 +165,18 @@ class TransformerLanguageModel(TransformerModelBase):
             self, token_ids, index, self_attention_cache
         )
 
-    def _decode_layer_step(self, token_ids, index, self_attention_caches):
-        """`decode_step` on the caches of `_initial_layer_caches`."""
+    def _decode_layer_step(
+        self, token_ids, index, self_attention_caches, output_kernel=None
+    ):
+        """`decode_step` on the caches of `_initial_layer_caches`, with
+        the output projection `transformer_base.output_kernel(self)` when
+        given."""
         return transformer_base.decode_layer_caches(
-            self, token_ids, index, self_attention_caches
+            self,
+            token_ids,
+            index,
+            self_attention_caches,
+            output_kernel=output_kernel,
         )
 
 

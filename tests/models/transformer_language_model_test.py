@@ -112,13 +112,23 @@ def test_layer_caches_of_the_searches_equal_the_public_cache():
     np.testing.assert_array_equal(
         to_numpy(transformer_base.stack_cache(pairs)), to_numpy(stacked)
     )
+    # The searches also pass the output projection, transposed once.
+    kernel = transformer_base.output_kernel(model)
+    projected = pairs
     for t in range(5):
         expected, stacked = model.decode_step(ids[:, t : t + 1], t, stacked)
         actual, pairs = model._decode_layer_step(ids[:, t : t + 1], t, pairs)
         np.testing.assert_allclose(
             to_numpy(actual), to_numpy(expected), atol=1e-6
         )
+        with_kernel, projected = model._decode_layer_step(
+            ids[:, t : t + 1], t, projected, kernel
+        )
+        np.testing.assert_allclose(
+            to_numpy(with_kernel), to_numpy(expected), atol=1e-5
+        )
     helpers.assert_layer_caches_equal_stacked(pairs, stacked)
+    helpers.assert_layer_caches_equal_stacked(projected, stacked)
     full = to_numpy(model.decode(ids))
     first, pairs = model._decode_layer_step(
         ids[:, :3], 0, model._initial_layer_caches(2, 5)

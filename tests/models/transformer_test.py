@@ -127,6 +127,10 @@ def test_layer_caches_of_the_searches_equal_the_public_caches():
     np.testing.assert_array_equal(
         to_numpy(transformer_base.stack_cache(cross_pairs)), to_numpy(cross)
     )
+    # The searches also pass the output projection, transposed once.
+    kernel = transformer_base.output_kernel(model)
+    assert tuple(ops.shape(kernel)) == (8, 23)
+    projected = pairs
     for t in range(4):
         ids = target[:, t : t + 1]
         expected, stacked = model.decode_step(ids, t, stacked, cross, mask)
@@ -136,7 +140,14 @@ def test_layer_caches_of_the_searches_equal_the_public_caches():
         np.testing.assert_allclose(
             to_numpy(actual), to_numpy(expected), atol=1e-6
         )
+        with_kernel, projected = model._decode_layer_step(
+            ids, t, projected, cross_pairs, mask, kernel
+        )
+        np.testing.assert_allclose(
+            to_numpy(with_kernel), to_numpy(expected), atol=1e-5
+        )
     helpers.assert_layer_caches_equal_stacked(pairs, stacked)
+    helpers.assert_layer_caches_equal_stacked(projected, stacked)
 
 
 def test_presets_follow_the_paper():
