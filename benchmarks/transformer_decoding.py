@@ -43,6 +43,7 @@ def main():
     from keras_attention import decoding
     from keras_attention.decoding import search
     from keras_attention.models import Transformer
+    from keras_attention.models import transformer_base
 
     keras.utils.set_random_seed(0)
     vocabulary = 8000
@@ -82,10 +83,12 @@ def main():
             )
             token = keras.ops.full((keras.ops.shape(outputs)[0], 1), 2, "int32")
             logits = keras.ops.zeros((keras.ops.shape(outputs)[0], vocabulary))
+            # The output projection transposed once, as the searches do.
+            kernel = transformer_base.output_kernel(model)
 
             def body(step, self_cache, logits):
                 logits, self_cache = model._decode_layer_step(
-                    token, step, self_cache, cross_cache, mask
+                    token, step, self_cache, cross_cache, mask, kernel
                 )
                 return step + 1, self_cache, logits[:, 0]
 
