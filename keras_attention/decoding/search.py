@@ -403,7 +403,7 @@ def _log_normalizers(logits):
     softmax(logits)))` (the largest probability is `1 / sum(exp(logits -
     max))`, at least `1 / V`, so its logarithm is accurate): oneDNN's
     softmax kernel takes about 40% of the time of tensorflow's own
-    `log_softmax` or `reduce_logsumexp` over `(64, 8000)` on this CPU.
+    `log_softmax` or `reduce_logsumexp` over `(64, 8000)` on an AVX-512 CPU.
     """
     if keras.backend.backend() != "tensorflow":
         return ops.logsumexp(logits, axis=-1, keepdims=True)

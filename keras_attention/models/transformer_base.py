@@ -325,8 +325,9 @@ def output_kernel(model):
     transposed embedding matrix at every call; inside a decoding loop
     that is every step. On tensorflow the product then runs with a
     transposed operand, which took 1.3x the time of the product with the
-    matrix transposed beforehand on this CPU (`(64, 128) @ (128, 8000)`),
-    so the searches transpose it once, before their loop.
+    matrix transposed beforehand (`(64, 128) @ (128, 8000)` on an AVX-512
+    CPU), so the searches transpose it once, before their loop
+    (benchmarks/README.md).
     """
     embeddings = model.token_embedding.token_embedding.embeddings
     return ops.transpose(ops.cast(embeddings, model.compute_dtype))
