@@ -416,11 +416,13 @@ def _cache_methods(model):
     """`(initial_cache, decode_step)` of `model` for the searches.
 
     The models of this package also have `_initial_layer_caches` and
-    `_decode_layer_step`: the same methods on one `(keys, values)` pair per
-    layer instead of one stacked `(B, num_layers, 2, L, N, H)` tensor. A
-    step then writes the new token's keys and values into each pair and
-    the beam reorder gathers the pairs, where the stacked cache would be
-    sliced apart and stacked again (whole-cache copies) at every step.
+    `_decode_layer_step`: the same methods on one heads-first `(keys,
+    values)` pair `(B, N, L, H)` per layer instead of one stacked `(B,
+    num_layers, 2, L, N, H)` tensor. A step then writes the new token's
+    keys and values into each pair, attends with batched matrix products
+    on them as they are, and the beam reorder gathers the pairs, where the
+    stacked cache would be sliced apart and stacked again (whole-cache
+    copies) at every step.
     Other models are decoded through their public methods.
     """
     if hasattr(model, "_decode_layer_step"):

@@ -445,8 +445,8 @@ class MultiHeadAttention(keras.layers.Layer):
         masks, the attention, the gate and the output projection.
 
         `single_query=True` (one query per sequence, no scores, no dropout)
-        takes `single_query_attention`, which reads a cache without copying
-        it into a heads-first layout."""
+        takes `single_query_attention` on `k` and `v` kept heads first,
+        `(B, N, S, H)`, as `_call_with_key_value_cache` keeps them."""
         # Causal alone (no cache offset, band or padding) takes the backends'
         # causal kernels instead of a materialised mask. As in Keras, not for
         # subclasses that override `_compute_attention` with the older
@@ -467,6 +467,7 @@ class MultiHeadAttention(keras.layers.Layer):
                 q,
                 k,
                 offset=offset,
+                heads_first=single_query,
                 query_mask=query_mask,
                 key_side_mask=key_side_mask,
                 attention_mask=attention_mask,
@@ -475,7 +476,12 @@ class MultiHeadAttention(keras.layers.Layer):
         if single_query:
             attended, scores = (
                 single_query_attention(
-                    q, k, v, mask, scale=1.0 / math.sqrt(self.key_dim)
+                    q,
+                    k,
+                    v,
+                    mask,
+                    scale=1.0 / math.sqrt(self.key_dim),
+                    heads_first=True,
                 ),
                 None,
             )
@@ -498,22 +504,26 @@ class MultiHeadAttention(keras.layers.Layer):
         value_mask=None,
         use_causal_mask=False,
     ):
-        """The cached call with the keys and values as two tensors.
+        """The cached call with the keys and values as two heads-first
+        tensors.
 
         Computes what `call(query, query, cache=ops.stack([key_cache,
         value_cache], axis=1), cache_update_index=..., value_mask=...,
-        use_causal_mask=...)` computes, for rank-3 inputs at inference,
-        without stacking the cache or slicing it apart: the decoding searches
-        keep one `(key_cache, value_cache)` pair per layer, so a step writes
-        the new token's keys and values in place instead of copying the
-        whole cache. One query per sequence (`T = 1`) attends with
-        `ops.single_query_attention`, which reads the caches in their
-        layout; several take the usual `_compute_attention`.
+        use_causal_mask=...)` computes (with the caches' heads and slots
+        axes swapped), for rank-3 inputs at inference, without stacking the
+        cache or slicing it apart: the decoding searches keep one
+        `(key_cache, value_cache)` pair per layer, so a step writes the new
+        token's keys and values in place instead of copying the whole
+        cache. One query per sequence (`T = 1`) attends with
+        `ops.single_query_attention(..., heads_first=True)`: batched matrix
+        products straight on the heads-first caches. Several queries, or a
+        subclass that overrides `_compute_attention`, take
+        `_compute_attention` on a `(B, S, N, H)` copy of the caches.
 
         Args:
             query: float tensor `(B, T, F)`.
-            key_cache: tensor `(B, S, N, H)`, the projected keys.
-            value_cache: tensor `(B, S, N, Hv)`, the projected values.
+            key_cache: tensor `(B, N, S, H)`, the projected keys.
+            value_cache: tensor `(B, N, S, Hv)`, the projected values.
             cache_update_index: int or scalar int tensor: the position of
                 the first query; its keys and values are written there. With
                 `None` (cross-attention), the caches are used as they are.
@@ -529,21 +539,32 @@ class MultiHeadAttention(keras.layers.Layer):
         gate = self._gate_dense(query) if self.use_gate else None
         q = self._query_dense(query)  # (B, T, N, H)
         if cache_update_index is not None:
-            start = [0, cache_update_index, 0, 0]
+            start = [0, 0, cache_update_index, 0]
             key_cache = ops.slice_update(
                 key_cache,
                 start,
-                ops.cast(self._key_dense(query), key_cache.dtype),
+                _heads_first(self._key_dense(query), key_cache.dtype),
             )
             value_cache = ops.slice_update(
                 value_cache,
                 start,
-                ops.cast(self._value_dense(query), value_cache.dtype),
+                _heads_first(self._value_dense(query), value_cache.dtype),
             )
+        # One new token per step, as the searches decode, unless a subclass
+        # overrides the attention (Keras's override point).
+        single_query = (
+            q.shape[1] == 1
+            and type(self)._compute_attention
+            is MultiHeadAttention._compute_attention
+        )
+        keys, values = key_cache, value_cache
+        if not single_query:
+            keys = ops.swapaxes(keys, 1, 2)  # (B, S, N, H)
+            values = ops.swapaxes(values, 1, 2)
         output, _ = self._attend_heads(
             q,
-            key_cache,
-            value_cache,
+            keys,
+            values,
             gate,
             cached=True,
             offset=0 if cache_update_index is None else cache_update_index,
@@ -553,13 +574,7 @@ class MultiHeadAttention(keras.layers.Layer):
             use_causal_mask=use_causal_mask,
             return_attention_scores=False,
             training=False,
-            # One new token per step, as the searches decode, unless a
-            # subclass overrides the attention (Keras's override point).
-            single_query=(
-                q.shape[1] == 1
-                and type(self)._compute_attention
-                is MultiHeadAttention._compute_attention
-            ),
+            single_query=single_query,
         )
         return output, (key_cache, value_cache)
 
@@ -716,6 +731,13 @@ class MultiHeadAttention(keras.layers.Layer):
         key = value if key is None else key
         return self._key_dense(key), self._value_dense(value)
 
+    def _heads_first_key_value(self, value, key=None):
+        """`_project_key_value` heads first, `(B, N, S, H)`, the layout of
+        `_call_with_key_value_cache`."""
+        return tuple(
+            ops.swapaxes(x, 1, 2) for x in self._project_key_value(value, key)
+        )
+
     def _compute_attention_mask(
         self,
         query,
@@ -725,10 +747,12 @@ class MultiHeadAttention(keras.layers.Layer):
         key_side_mask,
         attention_mask,
         use_causal_mask,
+        heads_first=False,
     ):
-        # `query` and `key` are the projected heads (B, ..., N, H). Every
-        # piece is brought to one rank of Keras's scores layout,
-        # (b..., [N,] t..., s...), by inserting axes at the heads axis.
+        # `query` and `key` are the projected heads (B, ..., N, H), or a
+        # heads-first key (B, N, S, H) of rank-3 inputs. Every piece is
+        # brought to one rank of Keras's scores layout, (b..., [N,] t...,
+        # s...), by inserting axes at the heads axis.
         rank = len(query.shape) - 1
         na = len(_resolve_axes(self._axes, rank))
         structural = None
@@ -736,7 +760,7 @@ class MultiHeadAttention(keras.layers.Layer):
             # A single attention axis (checked in call).
             axis = _resolve_axes(self._axes, rank)[0]
             query_length = ops.shape(query)[axis]
-            key_length = ops.shape(key)[axis]
+            key_length = ops.shape(key)[axis + 1 if heads_first else axis]
             if use_causal_mask:
                 structural = causal_mask(query_length, key_length, offset)
             if self.sliding_window is not None:
@@ -938,6 +962,16 @@ class MultiHeadAttention(keras.layers.Layer):
             }
         )
         return config
+
+
+def _heads_first(heads, dtype):
+    """Projected heads `(B, T, N, H)` -> `(B, N, T, H)` in `dtype`, to write
+    into a heads-first cache."""
+    if heads.shape[1] == 1:
+        # One token: the same memory, no transpose.
+        _, _, count, width = heads.shape
+        return ops.cast(ops.reshape(heads, (-1, count, 1, width)), dtype)
+    return ops.cast(ops.swapaxes(heads, 1, 2), dtype)
 
 
 def _letters(start, count):

@@ -437,18 +437,19 @@ class TransformerDecoderBlock(TransformerBlockBase):
         """The cached call at inference with one `(key, value)` pair per
         cache, as the decoding searches keep them.
 
-        Computes what `call(inputs, self_attention_cache=ops.stack(
-        self_attention_cache, axis=1), cache_update_index=...,
-        cross_attention_cache=ops.stack(cross_attention_cache, axis=1),
-        encoder_padding_mask=..., training=False)` computes, without
-        stacking or slicing the caches.
+        Computes what `call(inputs, self_attention_cache=..., cache_update_
+        index=..., cross_attention_cache=..., encoder_padding_mask=...,
+        training=False)` computes, where the stacked caches `(B, 2, L, N,
+        H)` hold these pairs with their heads and slots axes swapped,
+        without stacking or slicing the caches.
 
         Args:
             inputs: float tensor `(B, T, F)`, the new tokens' hidden states.
-            self_attention_cache: tuple `(keys, values)` of `(B, L, N, H)`.
+            self_attention_cache: tuple `(keys, values)` of `(B, N, L, H)`,
+                heads first.
             cache_update_index: int or scalar int tensor, the position of
                 the first new token.
-            cross_attention_cache: tuple `(keys, values)` of `(B, S, N, H)`
+            cross_attention_cache: tuple `(keys, values)` of `(B, N, S, H)`
                 from `_cross_attention_key_value`; `None` in a decoder-only
                 block.
             encoder_padding_mask: optional boolean tensor `(B, S)`.
@@ -478,9 +479,9 @@ class TransformerDecoderBlock(TransformerBlockBase):
         )
 
     def _cross_attention_key_value(self, encoder_outputs):
-        """`compute_cross_attention_cache` as a `(keys, values)` pair of
-        `(B, S, N, H)`, for `_decode_step`."""
-        return self.cross_attention._project_key_value(encoder_outputs)
+        """`compute_cross_attention_cache` as a heads-first `(keys, values)`
+        pair of `(B, N, S, H)`, for `_decode_step`."""
+        return self.cross_attention._heads_first_key_value(encoder_outputs)
 
     def compute_cross_attention_cache(self, encoder_outputs):
         """Projects `encoder_outputs` `(B, S, F)` once into keys and values.

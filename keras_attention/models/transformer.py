@@ -176,16 +176,17 @@ class Transformer(TransformerModelBase):
         )
 
     def _initial_layer_caches(self, encoder_outputs, max_length):
-        """`initial_cache` with one `(keys, values)` pair of `(B, L, N, H)`
-        (self-attention) and `(B, S, N, H)` (cross-attention) per layer, the
-        layout of `_decode_layer_step` and of the decoding searches."""
+        """`initial_cache` with one heads-first `(keys, values)` pair of
+        `(B, N, L, H)` (self-attention) and `(B, N, S, H)` (cross-attention)
+        per layer, the layout of `_decode_layer_step` and of the decoding
+        searches."""
         batch = ops.shape(encoder_outputs)[0]
         head_width = self.hidden_dim // self.num_heads
         cross = tuple(
             block._cross_attention_key_value(encoder_outputs)
             for block in self.decoder_blocks
         )
-        shape = (batch, max_length, self.num_heads, head_width)
+        shape = (batch, self.num_heads, max_length, head_width)
         dtype = cross[0][0].dtype
         empty = tuple(
             (ops.zeros(shape, dtype=dtype), ops.zeros(shape, dtype=dtype))

@@ -268,20 +268,22 @@ def decode_layer_caches(
     encoder_padding_mask=None,
     output_kernel=None,
 ):
-    """`decode_cached` with one `(keys, values)` pair per layer.
+    """`decode_cached` with one heads-first `(keys, values)` pair per layer.
 
     This is the layout the decoding searches carry from step to step: a
     step writes the new tokens' keys and values into each layer's pair,
-    and nothing copies the whole cache to stack or slice it.
+    nothing copies the whole cache to stack or slice it, and one query
+    attends through batched matrix products on the heads-first pairs
+    (`ops.single_query_attention(..., heads_first=True)`).
 
     Args:
         model: as for `decode_cached`.
         token_ids: int tensor `(B, T)`, the tokens at positions `index, ...`.
         index: int or scalar int tensor.
         self_attention_caches: tuple of `num_layers` pairs `(keys, values)`,
-            each `(B, L, N, H)`.
+            each `(B, N, L, H)` (heads first, `split_cache`).
         cross_attention_caches: tuple of `num_layers` pairs `(keys,
-            values)`, each `(B, S, N, H)`, or `None` for decoder-only
+            values)`, each `(B, N, S, H)`, or `None` for decoder-only
             blocks.
         encoder_padding_mask: boolean `(B, S)`, or `None`.
         output_kernel: the tied output projection `(F, V)` from
@@ -334,17 +336,24 @@ def output_kernel(model):
 
 
 def split_cache(cache):
-    """`(B, num_layers, 2, L, N, H)` -> one `(keys, values)` pair of
-    `(B, L, N, H)` per layer."""
+    """`(B, num_layers, 2, L, N, H)` -> one heads-first `(keys, values)`
+    pair of `(B, N, L, H)` per layer."""
     return tuple(
-        (cache[:, i, 0], cache[:, i, 1]) for i in range(ops.shape(cache)[1])
+        (ops.swapaxes(cache[:, i, 0], 1, 2), ops.swapaxes(cache[:, i, 1], 1, 2))
+        for i in range(ops.shape(cache)[1])
     )
 
 
 def stack_cache(caches):
-    """One `(keys, values)` pair per layer -> `(B, num_layers, 2, L, N, H)`;
-    the inverse of `split_cache`."""
-    return ops.stack([ops.stack(pair, axis=1) for pair in caches], axis=1)
+    """One heads-first `(keys, values)` pair per layer -> `(B, num_layers,
+    2, L, N, H)`; the inverse of `split_cache`."""
+    return ops.stack(
+        [
+            ops.stack([ops.swapaxes(part, 1, 2) for part in pair], axis=1)
+            for pair in caches
+        ],
+        axis=1,
+    )
 
 
 def _check_arguments(arguments):

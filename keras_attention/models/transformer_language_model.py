@@ -136,11 +136,11 @@ class TransformerLanguageModel(TransformerModelBase):
         )
 
     def _initial_layer_caches(self, batch_size, max_length):
-        """`initial_cache` as one `(keys, values)` pair of `(B, L, N, H)`
-        per layer, the layout of `_decode_layer_step` and of the decoding
-        searches."""
+        """`initial_cache` as one heads-first `(keys, values)` pair of `(B,
+        N, L, H)` per layer, the layout of `_decode_layer_step` and of the
+        decoding searches."""
         head_width = self.hidden_dim // self.num_heads
-        shape = (batch_size, max_length, self.num_heads, head_width)
+        shape = (batch_size, self.num_heads, max_length, head_width)
         return tuple(
             (
                 ops.zeros(shape, dtype=self.compute_dtype),

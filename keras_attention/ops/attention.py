@@ -122,7 +122,9 @@ def scaled_dot_product_attention(
     return output
 
 
-def single_query_attention(query, key, value, mask=None, scale=None):
+def single_query_attention(
+    query, key, value, mask=None, scale=None, heads_first=False
+):
     """Scaled dot-product attention of one query per sequence, the shape of
     decoding one token with a key/value cache.
 
@@ -142,18 +144,29 @@ def single_query_attention(query, key, value, mask=None, scale=None):
     that copy of the whole cache, at every decoding step and layer, costs
     more than the arithmetic of a single query.
 
+    A cache kept heads first, `(B, N, S, H)` (`heads_first=True`), needs no
+    copy: the logits and the output are then batched matrix products, one
+    `(1, H) @ (H, S)` and one `(1, S) @ (S, Hv)` per sequence and head,
+    and the softmax runs over the last axis. The decoding searches keep
+    their caches so; `benchmarks/transformer_decoding.py` times them
+    (benchmarks/README.md).
+
     Masking: `mask` is boolean, `True` = keep. A query whose keys are all
     masked gets zero weights and a zero output, never NaN. Half precision
     logits and the softmax are computed in float32.
 
     Args:
         query: tensor of shape `(B, 1, N, H)`.
-        key: tensor of shape `(B, S, N, H)`.
-        value: tensor of shape `(B, S, N, Hv)`.
+        key: tensor of shape `(B, S, N, H)`, or `(B, N, S, H)` with
+            `heads_first=True`.
+        value: tensor of shape `(B, S, N, Hv)`, or `(B, N, S, Hv)` with
+            `heads_first=True`.
         mask: optional boolean tensor broadcastable to `(B, 1, S)` (shared
             by all heads), or of rank 4, broadcastable to `(B, N, 1, S)`
             (one mask per head), as for `scaled_dot_product_attention`.
         scale: float. Multiplies the logits. Defaults to `1 / sqrt(H)`.
+        heads_first: bool. Whether `key` and `value` have the heads axis
+            before the keys axis.
 
     Returns:
         `output` of shape `(B, 1, N, Hv)`, in the dtype of `value`.
@@ -183,8 +196,10 @@ def single_query_attention(query, key, value, mask=None, scale=None):
     compute_dtype = query.dtype
     if dtype_name(compute_dtype) in ("float16", "bfloat16"):
         compute_dtype = "float32"
-    # (B, 1, N, H) * (B, S, N, H) -> (B, S, N): one logit per key and head.
     query = ops.cast(query, compute_dtype) * ops.cast(scale, compute_dtype)
+    if heads_first:
+        return _heads_first_single_query(query, key, value, mask)
+    # (B, 1, N, H) * (B, S, N, H) -> (B, S, N): one logit per key and head.
     logits = ops.sum(query * ops.cast(key, compute_dtype), axis=-1)
     if mask is not None:
         mask = ops.cast(mask, "bool")
@@ -196,6 +211,24 @@ def single_query_attention(query, key, value, mask=None, scale=None):
     # (B, S, N, 1) * (B, S, N, Hv) -> (B, N, Hv) -> (B, 1, N, Hv)
     weights = ops.cast(ops.expand_dims(weights, -1), dtype)
     return ops.expand_dims(ops.sum(weights * value, axis=1), 1)
+
+
+def _heads_first_single_query(query, key, value, mask):
+    """`single_query_attention` of a scaled query `(B, 1, N, H)` (in the
+    logits' dtype) over keys `(B, N, S, H)` and values `(B, N, S, Hv)`."""
+    _, _, heads, width = query.shape
+    # With one query, (B, 1, N, H) and (B, N, 1, H) are the same memory.
+    query = ops.reshape(query, (-1, heads, 1, width))
+    logits = ops.einsum(
+        "bnth,bnsh->bnts", query, ops.cast(key, query.dtype)
+    )  # (B, N, 1, S)
+    if mask is not None:
+        mask = ops.cast(mask, "bool")
+        while len(mask.shape) < 4:
+            mask = ops.expand_dims(mask, -3)  # (B, 1, 1, S)
+    weights = ops.cast(masked_softmax(logits, mask, axis=-1), value.dtype)
+    output = ops.einsum("bnts,bnsh->bnth", weights, value)  # (B, N, 1, Hv)
+    return ops.reshape(output, (-1, 1, heads, value.shape[-1]))
 
 
 def _fused_attention(

@@ -147,6 +147,17 @@ def test_single_query_attention_matches_numpy(per_head):
     # The batched products give the same values.
     batched = ka_ops.scaled_dot_product_attention(query, key, value, mask)
     np.testing.assert_allclose(actual, to_numpy(batched), atol=1e-5)
+    # So do keys and values kept heads first, (B, N, S, H).
+    heads_first = ka_ops.single_query_attention(
+        query,
+        np.swapaxes(key, 1, 2),
+        np.swapaxes(value, 1, 2),
+        mask,
+        heads_first=True,
+    )
+    assert tuple(heads_first.shape) == (3, 1, 2, 3)
+    np.testing.assert_allclose(to_numpy(heads_first), expected, atol=1e-5)
+    assert np.all(to_numpy(heads_first)[2] == 0.0)
 
 
 def test_single_query_attention_keeps_half_precision_finite():
@@ -154,13 +165,19 @@ def test_single_query_attention_keeps_half_precision_finite():
     query = np.full((1, 1, 1, 8), 120.0, "float16")
     key = np.full((1, 4, 1, 8), 120.0, "float16")
     value = RNG.normal(size=(1, 4, 1, 8)).astype("float16")
-    output = ka_ops.single_query_attention(query, key, value)
-    assert ops.dtype(output) == "float16"
-    np.testing.assert_allclose(
-        to_numpy(output)[0, 0],
-        np.float32(value).mean(1)[0],
-        atol=1e-2,
-    )
+    for heads_first in (False, True):
+        output = ka_ops.single_query_attention(
+            query,
+            np.swapaxes(key, 1, 2) if heads_first else key,
+            np.swapaxes(value, 1, 2) if heads_first else value,
+            heads_first=heads_first,
+        )
+        assert ops.dtype(output) == "float16"
+        np.testing.assert_allclose(
+            to_numpy(output)[0, 0],
+            np.float32(value).mean(1)[0],
+            atol=1e-2,
+        )
 
 
 def test_single_query_attention_refuses_several_queries():
