@@ -148,6 +148,15 @@ def test_layer_caches_of_the_searches_equal_the_public_caches():
         )
     helpers.assert_layer_caches_equal_stacked(pairs, stacked)
     helpers.assert_layer_caches_equal_stacked(projected, stacked)
+    # The pairs are kept heads first: (B, N, L, H) against the public
+    # (B, num_layers, 2, L, N, H).
+    heads, width = model.num_heads, model.hidden_dim // model.num_heads
+    assert tuple(ops.shape(pairs[0][0])) == (2, heads, 4, width)
+    assert tuple(ops.shape(cross_pairs[0][1])) == (2, heads, 4, width)
+    np.testing.assert_array_equal(
+        to_numpy(pairs[-1][1]),
+        np.swapaxes(to_numpy(stacked)[:, -1, 1], 1, 2),
+    )
 
 
 def test_presets_follow_the_paper():
