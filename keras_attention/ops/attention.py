@@ -197,14 +197,15 @@ def single_query_attention(
     if dtype_name(compute_dtype) in ("float16", "bfloat16"):
         compute_dtype = "float32"
     query = ops.cast(query, compute_dtype) * ops.cast(scale, compute_dtype)
+    if mask is not None:
+        mask = ops.cast(mask, "bool")
+        while len(mask.shape) < 4:
+            mask = ops.expand_dims(mask, -3)  # (B, 1, 1, S)
     if heads_first:
         return _heads_first_single_query(query, key, value, mask)
     # (B, 1, N, H) * (B, S, N, H) -> (B, S, N): one logit per key and head.
     logits = ops.sum(query * ops.cast(key, compute_dtype), axis=-1)
     if mask is not None:
-        mask = ops.cast(mask, "bool")
-        while len(mask.shape) < 4:
-            mask = ops.expand_dims(mask, -3)  # (B, 1, 1, S)
         # (B, N|1, 1, S) -> (B, S, N|1), the layout of the logits.
         mask = ops.transpose(mask[:, :, 0, :], (0, 2, 1))
     weights = masked_softmax(logits, mask, axis=1)
@@ -215,17 +216,14 @@ def single_query_attention(
 
 def _heads_first_single_query(query, key, value, mask):
     """`single_query_attention` of a scaled query `(B, 1, N, H)` (in the
-    logits' dtype) over keys `(B, N, S, H)` and values `(B, N, S, Hv)`."""
+    logits' dtype) over keys `(B, N, S, H)` and values `(B, N, S, Hv)`,
+    with a boolean rank-4 `mask` or `None`."""
     _, _, heads, width = query.shape
     # With one query, (B, 1, N, H) and (B, N, 1, H) are the same memory.
     query = ops.reshape(query, (-1, heads, 1, width))
     logits = ops.einsum(
         "bnth,bnsh->bnts", query, ops.cast(key, query.dtype)
     )  # (B, N, 1, S)
-    if mask is not None:
-        mask = ops.cast(mask, "bool")
-        while len(mask.shape) < 4:
-            mask = ops.expand_dims(mask, -3)  # (B, 1, 1, S)
     weights = ops.cast(masked_softmax(logits, mask, axis=-1), value.dtype)
     output = ops.einsum("bnts,bnsh->bnth", weights, value)  # (B, N, 1, Hv)
     return ops.reshape(output, (-1, 1, heads, value.shape[-1]))
