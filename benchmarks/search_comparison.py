@@ -94,11 +94,12 @@ def main():
                 outputs[name], references
             )
             key = f"{split}_{'legacy' if 'legacy' in name else 'gnmt'}"
+            median = float(np.median(seconds[name]))
             result[key] = {
                 "bleu_sacrebleu": round(sacre, 2),
                 "bleu_tok_lc": round(tok_lc, 2),
                 "chrf": round(chrf, 2),
-                "decoding_seconds": round(float(np.median(seconds[name])), 1),
+                "decoding_seconds": round(median, 1),
                 "decoding_seconds_per_round": [
                     round(t, 1) for t in seconds[name]
                 ],
@@ -106,7 +107,7 @@ def main():
             rows.append(
                 [split, name, f"{sacre:.2f}", f"{tok_lc:.2f}", f"{chrf:.2f}"]
                 + [" / ".join(f"{t:.1f}" for t in seconds[name])]
-                + [f"{np.median(seconds[name]):.1f}"]
+                + [f"{median:.1f}"]
             )
             print(rows[-1], flush=True)
         legacy_seconds, gnmt_seconds = seconds.values()
