@@ -12,6 +12,12 @@ Files without a URL:
   published anywhere.
 - `multi30k/tok/*.gz` are gzipped copies of uncompressed files in the
   Multi30k repository, so the published bytes differ from the stored ones.
+- `snli/jsonl/snli_1.0_train_first100000.jsonl.gz` is the first 100,000
+  lines of the official training file, taken from a source archive and
+  gzipped here; those bytes are published nowhere.
+- `vectors/spacy_en_core_web_md_3.8.0.300d.txt.gz` holds spaCy's
+  `en_core_web_md` 3.8.0 vectors written in the GloVe text format for the
+  staged datasets' words (not GloVe); derived, not published.
 """
 
 import collections
@@ -175,5 +181,13 @@ KNOWN_FILES = {
     "snli/jsonl/snli_1.0_train_first1024.jsonl.gz": KnownFile(
         "fe589c9b787721e24aeacf3dc35deb8c1a185d885ea07df11455f41f1ab9a5d9",
         SNLI_JSONL_URL + "tiny/1024.jsonl.gz",
+    ),
+    "snli/jsonl/snli_1.0_train_first100000.jsonl.gz": KnownFile(
+        "e1f30f42ab2b514c51c53a48693c5f335c92e13606f28690b16ce75d3a67beed",
+        None,
+    ),
+    "vectors/spacy_en_core_web_md_3.8.0.300d.txt.gz": KnownFile(
+        "7ce22c1c12ce7a050961ef593f93eb763e3fda5dfa1a3014ca271d96d5313b31",
+        None,
     ),
 }
