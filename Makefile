@@ -20,12 +20,14 @@ XDIST := $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile)
 
 LINTED := keras_attention tests benchmarks applications tutorials docs
 
-.PHONY: demo test test-fast lint docs bench
+.PHONY: demo test test-fast lint docs bench wheel-smoke
 
-$(STAMP): pyproject.toml
+# Every extra, with the versions of constraints.txt (torch's CPU wheel
+# among them).
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[jax,torch,tests,evaluation,plots,docs]"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[all,tests,docs]"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -49,6 +51,11 @@ lint: $(STAMP)
 # about its end of life (CONTRIBUTING.md says what it means here).
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
+
+# The built wheel in a fresh virtual environment per backend, without
+# TensorFlow: tests/smoke/smoke.py run from outside the source tree.
+wheel-smoke: $(STAMP)
+	PYTHON=$(abspath $(PY)) .ci/wheel_smoke
 
 bench: $(STAMP)
 	$(PY) benchmarks/multi_head_attention.py

@@ -5,6 +5,7 @@ import keras
 from keras import ops
 
 from keras_attention.losses import label_smoothed_cross_entropy
+from keras_attention.utils.optional import import_optional
 
 __all__ = [
     "MaskedAccuracy",
@@ -89,14 +90,7 @@ class Perplexity(keras.metrics.Metric):
 
 
 def _sacrebleu():
-    try:
-        import sacrebleu
-    except ImportError as error:  # pragma: no cover - depends on extras
-        raise ImportError(
-            "Translation scores need sacrebleu: pip install "
-            "'keras-attention[evaluation]'"
-        ) from error
-    return sacrebleu
+    return import_optional("sacrebleu", "applications", "Translation scores")
 
 
 def _check_corpus(hypotheses, references):
@@ -137,13 +131,7 @@ def moses_tokenize(sentences, language="de"):
     Returns:
         A list of str, tokens separated by single spaces.
     """
-    try:
-        import sacremoses
-    except ImportError as error:  # pragma: no cover - depends on extras
-        raise ImportError(
-            "Tokenized BLEU needs sacremoses: pip install "
-            "'keras-attention[evaluation]'"
-        ) from error
+    sacremoses = import_optional("sacremoses", "applications", "Tokenized BLEU")
     normalizer = sacremoses.MosesPunctNormalizer(lang=language)
     tokenizer = sacremoses.MosesTokenizer(lang=language)
     return [

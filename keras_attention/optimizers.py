@@ -16,6 +16,7 @@ import keras
 from keras import ops
 
 from keras_attention.ops.replicas import replica_sum
+from keras_attention.utils.optional import import_optional
 
 __all__ = ["GroupSkippingOptimizer"]
 
@@ -143,8 +144,7 @@ def _apply_unless_idle(optimizer, pairs):
 
 def _any_nonzero(grad):
     if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
-
+        tf = import_optional("tensorflow", "tensorflow", "Moving averages")
         if isinstance(grad, tf.IndexedSlices):
             grad = grad.values  # the rows an embedding lookup touched
     return ops.any(ops.not_equal(grad, ops.zeros((), grad.dtype)))
@@ -155,7 +155,7 @@ def _assign(variables, values):
         for variable, value in zip(variables, values):
             variable.assign(value)
         return
-    import tensorflow as tf
+    tf = import_optional("tensorflow", "tensorflow", "Moving averages")
 
     # Under `tf.distribute`, a mirrored variable is assigned per device in
     # a cross-replica context, as Keras's optimizers assign theirs; with

@@ -12,6 +12,7 @@ import numpy as np
 from keras import ops
 
 from keras_attention.models.decomposable_attention import ALIGNMENT_LAYER
+from keras_attention.utils.optional import import_optional
 
 
 def alignment_weights(model, premise, hypothesis, layer_name=ALIGNMENT_LAYER):
@@ -91,11 +92,10 @@ def plot_alignment(
         ValueError: if `weights` is not 2-D (after dropping a batch of one)
             or is smaller than the token lists.
     """
-    import matplotlib
-
+    matplotlib = import_optional("matplotlib", "applications", "Plots")
     if ax is None:
         matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    plt = import_optional("matplotlib.pyplot", "applications", "Plots")
 
     weights = np.asarray(ops.convert_to_numpy(weights), dtype="float32")
     if weights.ndim == 3 and weights.shape[0] == 1:
@@ -171,10 +171,9 @@ def plot_reinforced_attention(
     Raises:
         ValueError: if `tokens` is longer than the sentence.
     """
-    import matplotlib
-
+    matplotlib = import_optional("matplotlib", "applications", "Plots")
     matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    plt = import_optional("matplotlib.pyplot", "applications", "Plots")
 
     inputs = np.asarray(ops.convert_to_numpy(inputs))
     if inputs.ndim == 2:

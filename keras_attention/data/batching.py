@@ -28,6 +28,7 @@ model.fit(
 
 import numpy as np
 
+from keras_attention.utils.optional import import_optional
 from keras_attention.utils.validation import check_non_negative_int
 from keras_attention.utils.validation import check_positive_int
 
@@ -230,7 +231,7 @@ class BucketedBatches:
         """
         check_non_negative_int("initial_epoch", initial_epoch)
         check_positive_int("epochs", epochs, allow_none=True)
-        import tensorflow as tf
+        tf = import_optional("tensorflow", "tensorflow", "as_dataset")
 
         def spec(array, width_axis):
             shape = [None] * array.ndim

@@ -18,6 +18,7 @@ import warnings
 import numpy as np
 
 from keras_attention.data.batching import BucketedBatches
+from keras_attention.utils.optional import import_optional
 from keras_attention.utils.validation import check_non_negative_int
 
 PAD_ID = 0
@@ -41,8 +42,10 @@ def train_tokenizer(
     Returns:
         A `keras_hub.tokenizers.SentencePieceTokenizer`.
     """
-    import keras_hub
-    import sentencepiece
+    keras_hub = import_optional("keras_hub", "applications", "Tokenizers")
+    sentencepiece = import_optional(
+        "sentencepiece", "applications", "Tokenizer training"
+    )
 
     if model_type not in ("unigram", "bpe"):
         raise ValueError(
@@ -77,7 +80,7 @@ def train_tokenizer(
 
 def load_tokenizer(path):
     """Loads a tokenizer written by `train_tokenizer(..., path=...)`."""
-    import keras_hub
+    keras_hub = import_optional("keras_hub", "applications", "Tokenizers")
 
     if not os.path.isfile(path):
         raise FileNotFoundError(
@@ -321,7 +324,7 @@ def epoch_stream(dataset, initial_epoch=0):
     Returns:
         `(stream, steps_per_epoch)`.
     """
-    import tensorflow as tf
+    tf = import_optional("tensorflow", "tensorflow", "tf.data streams")
 
     check_non_negative_int("initial_epoch", initial_epoch)
     steps = int(dataset.reduce(tf.constant(0, "int64"), lambda n, _: n + 1))

@@ -8,6 +8,7 @@ from keras import ops
 from keras_attention.ops.masking import causal_mask
 from keras_attention.ops.masking import masked_softmax
 from keras_attention.utils.dtypes import dtype_name
+from keras_attention.utils.optional import import_optional
 
 
 def attention_logits(subscripts, x, y):
@@ -298,8 +299,7 @@ def device_platform(x):
     if backend == "torch":
         return str(getattr(getattr(x, "device", None), "type", "cpu"))
     if backend == "jax":
-        import jax
-
+        jax = import_optional("jax", "jax", "The jax backend")
         return jax.default_backend()
     device = str(getattr(x, "device", "") or "").lower()
     return "gpu" if "gpu" in device else "cpu"

@@ -16,6 +16,8 @@ which the numerical core never imports.
 import keras
 from keras import ops
 
+from keras_attention.utils.optional import import_optional
+
 
 def replica_sum(value):
     """Sums `value` over the replicas of a `tf.distribute` step.
@@ -32,7 +34,7 @@ def replica_sum(value):
     """
     if keras.backend.backend() != "tensorflow":
         return value
-    import tensorflow as tf
+    tf = import_optional("tensorflow", "tensorflow", "replica_sum")
 
     context = tf.distribute.get_replica_context()
     if context is None or context.num_replicas_in_sync == 1:
@@ -57,7 +59,7 @@ def scale_for_replicas(loss):
     """
     if keras.backend.backend() != "tensorflow":
         return loss
-    import tensorflow as tf
+    tf = import_optional("tensorflow", "tensorflow", "scale_for_replicas")
 
     replicas = tf.distribute.get_strategy().num_replicas_in_sync
     if replicas == 1:

@@ -12,8 +12,8 @@
 5. a `.keras` file reloads with `safe_mode=True` and no `custom_objects`,
    with identical outputs;
 6. a SavedModel export reloads with `tf.saved_model.load` and gives the same
-   outputs (tensorflow and jax backends; `torch.export` cannot trace these
-   models yet, so torch skips this check);
+   outputs (tensorflow and jax backends, where TensorFlow is installed;
+   `torch.export` cannot trace these models yet, so torch skips this check);
 7. padding invariance: appending masked padding never changes the outputs at
    real positions;
 8. unknown lengths: inside a functional model whose inputs have `None`
@@ -32,6 +32,7 @@ input (and along axis 2 of `attention_mask`), with random values in float
 inputs, zeros in integer inputs and `False` in masks.
 """
 
+import importlib.util
 import os
 import tempfile
 import unittest
@@ -39,6 +40,8 @@ import unittest
 import keras
 import numpy as np
 from keras import ops
+
+from keras_attention.utils.optional import import_optional
 
 _PLAIN_TYPES = (bool, int, float, str, type(None), tuple, list)
 
@@ -134,7 +137,11 @@ class LayerTestCase(unittest.TestCase):
                 padding_inputs,
                 tolerance,
             )
-        if run_export_check and keras.backend.backend() != "torch":
+        if (
+            run_export_check
+            and keras.backend.backend() != "torch"
+            and importlib.util.find_spec("tensorflow") is not None
+        ):
             self.check_saved_model_export(
                 layer_cls, init_kwargs, input_data, call_kwargs, tolerance
             )
@@ -264,8 +271,7 @@ class LayerTestCase(unittest.TestCase):
     def check_saved_model_export(
         self, layer_cls, init_kwargs, input_data, call_kwargs, tolerance=1e-5
     ):
-        import tensorflow as tf
-
+        tf = import_optional("tensorflow", "tensorflow", "SavedModel export")
         model = build_model(layer_cls(**init_kwargs), input_data, call_kwargs)
         expected = _numpy(_flatten(model(_as_model_inputs(input_data))))
         with tempfile.TemporaryDirectory() as directory:

@@ -4,6 +4,8 @@ import contextlib
 
 import keras
 
+from keras_attention.utils.optional import import_optional
+
 
 @contextlib.contextmanager
 def single_torch_thread():
@@ -17,8 +19,7 @@ def single_torch_thread():
     if keras.backend.backend() != "torch":
         yield
         return
-    import torch
-
+    torch = import_optional("torch", "torch", "single_torch_thread")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

@@ -10,6 +10,8 @@ measured to pay and float32 elsewhere (`resolve_mixed_precision`).
 
 import keras
 
+from keras_attention.utils.optional import import_optional
+
 MIXED_PRECISION = {
     "none": "float32",
     "float16": "mixed_float16",
@@ -67,16 +69,15 @@ def cpu_has_bfloat16(cpuinfo="/proc/cpuinfo"):
 
 def _has_accelerator(backend):
     if backend == "tensorflow":
-        import tensorflow as tf
-
+        tf = import_optional(
+            "tensorflow", "tensorflow", "The tensorflow backend"
+        )
         return bool(tf.config.list_physical_devices("GPU"))
     if backend == "jax":
-        import jax
-
+        jax = import_optional("jax", "jax", "The jax backend")
         return jax.default_backend() != "cpu"
     if backend == "torch":
-        import torch
-
+        torch = import_optional("torch", "torch", "The torch backend")
         return torch.cuda.is_available()
     return False
 

@@ -33,6 +33,8 @@ import tempfile
 
 import keras
 
+from keras_attention.utils.optional import import_optional
+
 STRATEGIES = ("auto", "none", "mirrored", "multi_worker", "data_parallel")
 BACKEND_STRATEGIES = {
     "tensorflow": ("none", "mirrored", "multi_worker"),
@@ -72,13 +74,11 @@ def resolve_strategy(name="auto"):
         _initialize_jax_processes()
     if name == "auto":
         if backend == "tensorflow":
-            import tensorflow as tf
-
+            tf = import_optional("tensorflow", "tensorflow", "Strategies")
             gpus = tf.config.list_logical_devices("GPU")
             return "mirrored" if len(gpus) > 1 else "none"
         if backend == "jax":
-            import jax
-
+            jax = import_optional("jax", "jax", "Strategies")
             return "data_parallel" if len(jax.devices()) > 1 else "none"
         return "none"
     if name not in BACKEND_STRATEGIES.get(backend, ("none",)):
@@ -120,8 +120,7 @@ def get_strategy(name="auto"):
                 devices=keras.distribution.list_devices()
             )
         else:
-            import tensorflow as tf
-
+            tf = import_optional("tensorflow", "tensorflow", "Strategies")
             if name == "mirrored":
                 strategy = tf.distribute.MirroredStrategy()
             else:
@@ -152,8 +151,7 @@ def _patch_multi_worker_reduce(strategy):
 
     Every other call is passed on unchanged.
     """
-    import tensorflow as tf
-
+    tf = import_optional("tensorflow", "tensorflow", "Strategies")
     reduce = strategy.reduce
 
     def local(value):
@@ -221,8 +219,7 @@ def num_replicas():
     """
     backend = keras.backend.backend()
     if backend == "tensorflow":
-        import tensorflow as tf
-
+        tf = import_optional("tensorflow", "tensorflow", "Strategies")
         if tf.distribute.has_strategy():
             return tf.distribute.get_strategy().num_replicas_in_sync
         for name in ("multi_worker", "mirrored"):
@@ -290,7 +287,9 @@ def divisible_batches(dataset):
     multiple = batch_multiple()
     if multiple == 1:
         return dataset
-    import tensorflow as tf
+    tf = import_optional(
+        "tensorflow", "tensorflow", "trim_to_batch_multiple (tf.data)"
+    )
 
     def size(x, y):
         return tf.shape(y)[0]
@@ -321,8 +320,7 @@ def is_chief():
     `TF_CONFIG`). On several JAX hosts, process 0.
     """
     if "jax_processes" in _STRATEGIES:
-        import jax
-
+        jax = import_optional("jax", "jax", "Several JAX hosts")
         return jax.process_index() == 0
     strategy = _STRATEGIES.get("multi_worker")
     if strategy is None:
