@@ -11,7 +11,10 @@
 - one API reference page per public module (`API_MODULES`), listing the
   names of the module's `__all__` for mkdocstrings;
 - the navigation, so that a new tutorial, application or public name shows
-  up without editing `mkdocs.yml`.
+  up without editing `mkdocs.yml`: the home page, then the usage and
+  results pages of `docs/` (`FRONT_PAGES`), tutorials, applications, the
+  API reference, the other pages of `docs/` as guides, and last the
+  changelog and the measurement history (`BACK_PAGES`).
 
 Relative links in the markdown files are rewritten to the pages and images
 of the site. A link to a repository file that is not part of the site
@@ -59,6 +62,10 @@ API_MODULES = (
     "visualization",
     "testing",
 )
+# Pages of docs/ placed right after the home page, and after the
+# changelog; the other pages of docs/ are guides.
+FRONT_PAGES = ("usage.md", "results.md")
+BACK_PAGES = ("history.md",)
 ASSET_SUFFIXES = {".png", ".svg", ".jpg", ".jpeg", ".gif"}
 # Fenced blocks and code spans first, so that links inside code stay as
 # they are; then inline links and images.
@@ -233,6 +240,9 @@ def on_config(config):
     applications = [u for u in pages.values() if u.startswith("applications/")]
     docs_pages = [p.name for p in sorted(DOCS.glob("*.md"))]
     nav = [{"Home": "index.md"}]
+    for uri in FRONT_PAGES:
+        if uri in docs_pages:
+            nav.append({titles[uri]: uri})
     nav.append(
         {
             "Tutorials": [
@@ -245,7 +255,9 @@ def on_config(config):
     nav.append(
         {"API reference": [{f"{m}": f"api/{m}.md"} for m in API_MODULES]}
     )
-    guides = [{titles[u]: u} for u in docs_pages]
+    guides = [
+        {titles[u]: u} for u in docs_pages if u not in FRONT_PAGES + BACK_PAGES
+    ]
     for uri in ("reliability.md", "benchmarks.md"):
         if uri in pages.values():
             guides.append({titles[uri]: uri})
@@ -256,6 +268,9 @@ def on_config(config):
     ):
         if uri in pages.values():
             nav.append({label: uri})
+    for uri in BACK_PAGES:
+        if uri in docs_pages:
+            nav.append({titles[uri]: uri})
     config["nav"] = nav
     _state["pages"] = pages
     return config
