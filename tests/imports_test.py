@@ -47,7 +47,7 @@ def test_the_core_modules_are_found():
     paths = core_modules()
     names = {p.relative_to(PACKAGE).as_posix() for p in paths}
     assert "losses.py" in names
-    assert "models/resan.py" in names
+    assert "models/resan/heads.py" in names
     assert "ops/replicas.py" in names
     assert "layers/multi_head_attention.py" in names
     assert len(paths) >= 20
@@ -64,7 +64,7 @@ def test_no_core_module_imports_training_or_argparse():
 
 def test_the_check_sees_imports_inside_functions(tmp_path):
     # The check walks the whole tree, so a lazy import is caught too.
-    module = PACKAGE / "models" / "resan.py"
+    module = PACKAGE / "models" / "resan" / "policy.py"
     names = imported_names(module)
     assert "keras_attention.ops.replicas.replica_sum" in names
     source = tmp_path / "lazy.py"
