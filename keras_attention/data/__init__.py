@@ -10,7 +10,14 @@ The loaders return plain Python lists and NumPy arrays:
 
 - `load_sick`: SICK relatedness scores and entailment judgments.
 - `load_snli`: SNLI 1.0 premise / hypothesis / label triples.
-- `load_glove`: GloVe 6B 50d vectors (staged subset).
+- `load_glove`: GloVe 6B 50d vectors (staged subset); `load_vectors`: a
+  staged vectors file by name (`VECTORS`) or any GloVe-format file, and
+  `embedding_matrix`, which aligns vectors to a vocabulary.
+- `load_snli_training`: SNLI training pairs by name (the 9,987-pair
+  subset, the first 100,000 lines) or from any official-format file.
+- `load_nli_splits`, `load_relatedness_splits` and `prepare_pairs`
+  (`keras_attention.data.pairs`): the sentence-pair tasks' splits, and
+  their vocabulary, embeddings and padded ids.
 - `load_multi30k`: Multi30k English-German sentence pairs.
 
 `tokenize`, `build_vocabulary` and `word_ids` (`keras_attention.data.words`)
@@ -27,10 +34,21 @@ from keras_attention.data.batching import padded_lengths
 from keras_attention.data.batching import predict_in_buckets
 from keras_attention.data.checksums import KNOWN_FILES
 from keras_attention.data.checksums import KnownFile
+from keras_attention.data.glove import VECTORS
+from keras_attention.data.glove import embedding_matrix
 from keras_attention.data.glove import load_glove
+from keras_attention.data.glove import load_vectors
 from keras_attention.data.glove import read_glove_file
 from keras_attention.data.multi30k import load_multi30k
 from keras_attention.data.multi30k import read_parallel
+from keras_attention.data.pairs import NLI_INPUTS
+from keras_attention.data.pairs import RELATEDNESS_INPUTS
+from keras_attention.data.pairs import PairData
+from keras_attention.data.pairs import first_rows
+from keras_attention.data.pairs import load_nli_splits
+from keras_attention.data.pairs import load_relatedness_splits
+from keras_attention.data.pairs import pair_vocabulary
+from keras_attention.data.pairs import prepare_pairs
 from keras_attention.data.resolver import ENV_VAR
 from keras_attention.data.resolver import get_data_dir
 from keras_attention.data.resolver import get_file
@@ -40,6 +58,7 @@ from keras_attention.data.sick import read_sick_file
 from keras_attention.data.snli import LABELS
 from keras_attention.data.snli import encode_labels
 from keras_attention.data.snli import load_snli
+from keras_attention.data.snli import load_snli_training
 from keras_attention.data.snli import read_snli_jsonl
 from keras_attention.data.snli import read_snli_tokenized
 from keras_attention.data.translation import check_tokenizer_matches
@@ -62,6 +81,10 @@ from keras_attention.data.words import word_ids
 
 __all__ = [
     "BucketedBatches",
+    "NLI_INPUTS",
+    "PairData",
+    "RELATEDNESS_INPUTS",
+    "VECTORS",
     "ENV_VAR",
     "KNOWN_FILES",
     "KnownFile",
@@ -70,13 +93,21 @@ __all__ = [
     "UNK_ID",
     "add_pretrained_words",
     "build_vocabulary",
+    "embedding_matrix",
     "encode_labels",
+    "first_rows",
     "get_data_dir",
     "get_file",
     "load_glove",
+    "load_nli_splits",
+    "load_relatedness_splits",
     "load_multi30k",
     "load_sick",
     "load_snli",
+    "load_snli_training",
+    "load_vectors",
+    "pair_vocabulary",
+    "prepare_pairs",
     "padded_lengths",
     "predict_in_buckets",
     "read_glove_file",

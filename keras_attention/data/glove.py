@@ -1,10 +1,21 @@
-"""GloVe word vector loader.
+"""Word vectors in the GloVe text format, and embedding matrices from them.
 
 Reads the standard GloVe text format (`word v1 v2 ... vD`, single spaces,
-optionally gzip-compressed). The staged file
-`glove/glove.6B.50d.subset.txt.gz` holds 21,784 words of GloVe 6B 50d (the
-15,000 most frequent words plus every word of the staged English data). It
-has no public URL: set `KERAS_ATTENTION_DATA` or pass `data_dir`.
+optionally gzip-compressed), whatever the width `D`. Two files are staged
+(`VECTORS`, by name):
+
+- `"glove50"`: `glove/glove.6B.50d.subset.txt.gz`, 21,784 words of GloVe
+  6B 50d (the 15,000 most frequent words plus every word of the staged
+  English data).
+- `"spacy300"`: `vectors/spacy_en_core_web_md_3.8.0.300d.txt.gz`, the
+  300-d vectors of spaCy's `en_core_web_md` 3.8.0 for the 27,828 words of
+  the staged data that have one. They are not GloVe, and the table is
+  pruned, so some words share a vector.
+
+Neither has a public URL: set `KERAS_ATTENTION_DATA` or pass `data_dir`.
+Any other file in the format (300-d GloVe 840B, say) is read from its path
+by `load_vectors`. `embedding_matrix` aligns vectors to a vocabulary; it
+is the one function that builds embedding matrices.
 """
 
 import os
@@ -14,6 +25,8 @@ import numpy as np
 from keras_attention.data import resolver
 
 GLOVE_FILE = "glove/glove.6B.50d.subset.txt.gz"
+SPACY_FILE = "vectors/spacy_en_core_web_md_3.8.0.300d.txt.gz"
+VECTORS = {"glove50": GLOVE_FILE, "spacy300": SPACY_FILE}
 OOV_MODES = ("normal", "zeros")
 
 
@@ -122,22 +135,99 @@ def load_glove(
     words, vectors = read_glove_file(path)
     if vocabulary is None:
         return words, vectors
+    return embedding_matrix(
+        vocabulary,
+        words,
+        vectors,
+        seed=seed,
+        oov_stddev=oov_stddev if oov == "normal" else 0.0,
+        lowercase=True,
+    )
+
+
+def load_vectors(vectors, data_dir=None):
+    """Reads a staged vectors file by name, or any GloVe-format file.
+
+    Args:
+        vectors: a name of `VECTORS` (`"glove50"`, `"spacy300"`), or the
+            path of a GloVe-format text file (plain or `.gz`, any width).
+        data_dir: Data directory for the staged files.
+
+    Returns:
+        A tuple `(words, vectors)`, as `read_glove_file`.
+
+    Raises:
+        ValueError: If `vectors` is neither a staged name nor a file.
+    """
+    if vectors in VECTORS:
+        return read_glove_file(
+            resolver.get_file(VECTORS[vectors], data_dir=data_dir)
+        )
+    if isinstance(vectors, (str, os.PathLike)) and os.path.isfile(vectors):
+        return read_glove_file(vectors)
+    raise ValueError(
+        f"Argument `vectors` must be one of {sorted(VECTORS)} or the path "
+        f"of a GloVe-format file. Received: vectors={vectors!r}"
+    )
+
+
+def embedding_matrix(
+    vocabulary,
+    words,
+    vectors,
+    seed=1337,
+    oov_stddev=1.0,
+    lowercase=False,
+    unit_norm=False,
+    padding_id=None,
+):
+    """One row per vocabulary word: its vector, or a random row.
+
+    ```
+    matrix[i] = vectors[first row of vocabulary[i] in words]   # found
+              ~ normal(0, oov_stddev)                          # otherwise
+    matrix[i] /= |matrix[i]|          # with unit_norm
+    matrix[padding_id] = 0            # with padding_id
+    ```
+
+    Args:
+        vocabulary: list of words, index = id.
+        words: list of `V` words of the vectors file (the first row of a
+            repeated word is used).
+        vectors: `(V, D)` array.
+        seed: int. Seed of the NumPy generator that draws the rows of
+            words without a vector (deterministic for a vocabulary).
+            Defaults to `1337`.
+        oov_stddev: float. Standard deviation of those rows; `0` gives
+            zeros. Defaults to `1.0`.
+        lowercase: bool. Look a word up lowercased when it is not found as
+            is (GloVe 6B is uncased). Defaults to `False`.
+        unit_norm: bool. Scale every row to unit norm (the NLI models'
+            frozen vectors). Defaults to `False`.
+        padding_id: optional int. A row set to zero. Defaults to `None`.
+
+    Returns:
+        A tuple `(matrix, found)`: a float32 matrix `(len(vocabulary), D)`
+        and the number of vocabulary words found in `words`.
+    """
     index = {}
     for i, word in enumerate(words):
         index.setdefault(word, i)
     vocabulary = list(vocabulary)
-    shape = (len(vocabulary), vectors.shape[1])
-    if oov == "normal":
-        rng = np.random.default_rng(seed)
-        matrix = rng.normal(0.0, oov_stddev, size=shape).astype(np.float32)
-    else:
-        matrix = np.zeros(shape, dtype=np.float32)
+    shape = (len(vocabulary), np.shape(vectors)[1])
+    rng = np.random.default_rng(seed)
+    matrix = rng.normal(0.0, oov_stddev, size=shape)
     found = 0
     for i, word in enumerate(vocabulary):
         row = index.get(word)
-        if row is None and isinstance(word, str):
+        if row is None and lowercase and isinstance(word, str):
             row = index.get(word.lower())
         if row is not None:
             matrix[i] = vectors[row]
             found += 1
-    return matrix, found
+    if unit_norm:
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        matrix /= np.maximum(norms, 1e-6)
+    if padding_id is not None:
+        matrix[padding_id] = 0.0
+    return matrix.astype(np.float32), found

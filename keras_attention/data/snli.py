@@ -15,6 +15,7 @@ word tokenizer and vocabulary are in `keras_attention.data.words`.
 """
 
 import json
+import os
 
 import numpy as np
 
@@ -35,6 +36,15 @@ _JSONL_FILE = {
     "test": "snli/jsonl/snli_1.0_test.jsonl.gz",
 }
 _NO_GOLD_LABEL = "-"
+# Training sets by name (`load_snli_training`): the source and the file.
+TRAINING_SETS = {
+    "subset": ("infersent", None),
+    "first1024": ("jsonl", "snli/jsonl/snli_1.0_train_first1024.jsonl.gz"),
+    "first100000": (
+        "jsonl",
+        "snli/jsonl/snli_1.0_train_first100000.jsonl.gz",
+    ),
+}
 
 
 def encode_labels(labels):
@@ -221,4 +231,42 @@ def load_snli(split, data_dir=None, source="infersent"):
     raise ValueError(
         f"Unknown source. Expected one of {SOURCES}. "
         f"Received: source={source!r}"
+    )
+
+
+def load_snli_training(training="subset", data_dir=None):
+    """Loads SNLI training pairs, with the dev and test source that suits
+    them.
+
+    Args:
+        training: a name of `TRAINING_SETS`: `"subset"` (the 9,987-pair
+            InferSent `train_small`), `"first1024"` or `"first100000"` (the
+            first 1,024 or 100,000 lines of the official training file,
+            1,022 and 99,890 pairs with a gold label); or the path of a
+            file in the official JSON Lines format (plain or `.gz`), such
+            as the full `snli_1.0_train.jsonl` (550,152 pairs), read
+            without checksum verification.
+        data_dir: Data directory (see `keras_attention.data.get_file`).
+
+    Returns:
+        A tuple `(rows, source)`: the dict of `read_snli_jsonl` and the
+        source whose dev and test sets go with it (`"infersent"` for the
+        InferSent subset, `"jsonl"` otherwise: the same sentences,
+        untokenized).
+
+    Raises:
+        ValueError: If `training` is neither a name nor a file.
+    """
+    if training in TRAINING_SETS:
+        source, relative_path = TRAINING_SETS[training]
+        if relative_path is None:
+            return load_snli("train", data_dir=data_dir, source=source), source
+        path = resolver.get_file(relative_path, data_dir=data_dir)
+        return read_snli_jsonl(path), source
+    if isinstance(training, (str, os.PathLike)) and os.path.isfile(training):
+        return read_snli_jsonl(os.fspath(training)), "jsonl"
+    raise ValueError(
+        f"Argument `training` must be one of {sorted(TRAINING_SETS)} or the "
+        "path of an SNLI JSON Lines file. Received: "
+        f"training={training!r}"
     )
