@@ -1,8 +1,12 @@
+import ast
+import importlib.util
 import pathlib
 import sys
 
 import keras
 import pytest
+
+from keras_attention.utils.optional import install_hint
 
 # The shared helpers (`references`, `helpers`) sit beside this file; the
 # importlib import mode puts no test folder on `sys.path`.
@@ -37,10 +41,114 @@ SLOW = (
 )
 
 
+# Tests that need TensorFlow on every backend get the `tensorflow` marker by
+# node id, and the extra that installs it; without TensorFlow they are
+# skipped with that extra in the reason. Files that import an optional
+# module at module level are skipped whole (`pytest_pycollect_makemodule`).
+TENSORFLOW = {
+    # tf.data pipelines, keras-hub tokenizers (the applications extra
+    # installs TensorFlow: keras-hub requires tensorflow-text).
+    "tests/applications/": "applications",
+    # Every tutorial plots with matplotlib; some export or use tf.data.
+    "tests/tutorials_test.py::test_tutorial_runs": "applications",
+    # SavedModels.
+    "tests/reliability/bad_inputs_test.py::test_serving_signature": (
+        "tensorflow"
+    ),
+    "tests/reliability/bad_inputs_test.py::test_bad_input_gets_a_clear_error"
+    "[export_": "tensorflow",
+    "tests/reliability/checkpoint_writes_test.py::test_interrupted_export": (
+        "tensorflow"
+    ),
+    # `BucketedBatches.as_dataset` and `epoch_stream`: tf.data.
+    "tests/data/batching_test.py::test_stream_starts_at_the_given_epoch": (
+        "tensorflow"
+    ),
+    "tests/data/batching_test.py::test_fit_on_the_stream_takes_one": (
+        "tensorflow"
+    ),
+    "tests/data/batching_test.py::test_sequence_targets_are_cut": (
+        "tensorflow"
+    ),
+    "tests/data/batching_test.py::test_new_order_per_pass": "tensorflow",
+    "tests/reliability/checkpoint_writes_test.py::test_resumed_stream": (
+        "tensorflow"
+    ),
+}
+# Optional modules a test file may import at module level: what must be
+# installed for the import to work, and the extra that installs it.
+MODULE_LEVEL = {
+    "tensorflow": ("tensorflow", "tensorflow"),
+    "tensorflow_text": ("tensorflow_text", "tensorflow"),
+    "keras_attention.export": ("tensorflow", "tensorflow"),
+    "keras_hub": ("keras_hub", "applications"),
+    "scipy": ("scipy", "applications"),
+    "matplotlib": ("matplotlib", "applications"),
+}
+
+
+def is_installed(module):
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ValueError:  # `sys.modules[module]` is None: blocked
+        return False
+
+
+def missing_module_level_import(path):
+    """`(module, extra)` of an optional module `path` imports and lacks."""
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+            names += [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in names:
+            for optional, (needed, extra) in MODULE_LEVEL.items():
+                if name == optional or name.startswith(optional + "."):
+                    if not is_installed(needed):
+                        return needed, extra
+    return None
+
+
+class SkippedModule(pytest.Module):
+    """A test file whose module-level imports are not installed."""
+
+    def collect(self):
+        pytest.skip(self.skip_reason, allow_module_level=True)
+
+
+def pytest_pycollect_makemodule(module_path, parent):
+    missing = missing_module_level_import(module_path)
+    if missing is None:
+        return None
+    module, extra = missing
+    skipped = SkippedModule.from_parent(parent, path=module_path)
+    skipped.skip_reason = (
+        f"{module_path.name} imports `{module}`, which is not installed: "
+        + install_hint(extra)
+    )
+    return skipped
+
+
 def pytest_collection_modifyitems(config, items):
+    has_tensorflow = is_installed("tensorflow")
     for item in items:
         if item.nodeid.startswith(SLOW):
             item.add_marker(pytest.mark.slow)
+        for prefix, extra in TENSORFLOW.items():
+            if item.nodeid.startswith(prefix):
+                item.add_marker(pytest.mark.tensorflow(extra=extra))
+        marker = item.get_closest_marker("tensorflow")
+        if marker is not None and not has_tensorflow:
+            extra = marker.kwargs.get("extra", "tensorflow")
+            item.add_marker(
+                pytest.mark.skip(
+                    reason="needs TensorFlow, which is not installed: "
+                    + install_hint(extra)
+                )
+            )
 
 
 @pytest.fixture(autouse=True)
