@@ -48,8 +48,10 @@ def directional_mask(query_positions, key_positions=None, direction=None):
             f"Received: direction={direction!r}"
         )
     key_positions = query_positions if key_positions is None else key_positions
-    rows = _as_positions(query_positions)[..., :, None]  # (..., T, 1)
-    cols = _as_positions(key_positions)[..., None, :]  # (..., 1, S)
+    # expand_dims rather than `[..., None, :]`: LiteRT has no builtin for
+    # a strided slice that adds an axis after an ellipsis.
+    rows = ops.expand_dims(_as_positions(query_positions), -1)  # (..., T, 1)
+    cols = ops.expand_dims(_as_positions(key_positions), -2)  # (..., 1, S)
     if direction == "forward":
         return ops.less(cols, rows)
     if direction == "backward":
