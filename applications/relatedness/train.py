@@ -9,7 +9,8 @@ learn by REINFORCE inside `model.fit` (see
 `keras_attention.models.ReSANRelatedness`), on the authors' schedule: the
 soft network alone, then the samplers alone, then both
 (`--soft-only-steps`, `--sampler-only-steps`).
-Word vectors: the staged 50-d GloVe subset, frozen.
+Word vectors (`--vectors`): the staged 50-d GloVe subset, the staged 300-d
+spaCy vectors or any GloVe-format file, frozen.
 
 Usage:
 
@@ -45,8 +46,8 @@ from scipy import stats
 from keras_attention import data
 from keras_attention import models
 from keras_attention import training
-from keras_attention.callbacks import BackupAndRestore
 from keras_attention.training import cli
+from keras_attention.training import pair_tasks
 from keras_attention.training import runs
 from keras_attention.utils import files
 
@@ -55,6 +56,12 @@ from keras_attention.utils import files
 class Config:
     model: str = cli.flag(
         "resan", "Model.", choices=lambda: sorted(MODEL_BUILDERS)
+    )
+    vectors: str = cli.flag(
+        "glove50",
+        "Word vectors: glove50 (the staged 50-d GloVe subset), spacy300 (the "
+        "staged 300-d spaCy vectors, not GloVe), or the path of any "
+        "GloVe-format text file (its width is read from the file).",
     )
     data_dir: str = None
     epochs: int = cli.flag(12, default_text="12, or 1 with --smoke")
@@ -139,71 +146,31 @@ class Config:
 # (int ids, 0 = padding) whose output dict holds "probabilities" (B, 5) and
 # "score" (B,).
 MODEL_BUILDERS = {"resan": models.ReSANRelatedness}
-
-SAMPLER_LEARNING_RATES = {"adadelta": 0.5, "adam": 1e-3, "adagrad": 0.05}
 SMOKE_SIZES = {"train": 64, "dev": 32, "test": 32}
-SPLITS = {"train": "train", "dev": "trial", "test": "test"}
 LAST_MODEL_FILE = "last.keras"
 
 
 # Data.
 
 
-def load_splits(config):
-    splits = {}
-    for name, split in SPLITS.items():
-        rows = data.load_sick(split, data_dir=config.data_dir)
-        columns = (rows["sentence_a"], rows["sentence_b"], rows["relatedness"])
-        if config.smoke:
-            columns = tuple(c[: SMOKE_SIZES[name]] for c in columns)
-        splits[name] = (
-            [data.tokenize(s) for s in columns[0]],
-            [data.tokenize(s) for s in columns[1]],
-            np.asarray(columns[2], "float32"),
-        )
-    return splits
-
-
-def build_vocabulary(splits, glove_words):
-    """Padding, unknown, training words, and dev/test words in GloVe."""
-    train_a, train_b, _ = splits["train"]
-    vocabulary = data.build_vocabulary(train_a + train_b)
-    others = [
-        s for name in ("dev", "test") for s in splits[name][0] + splits[name][1]
-    ]
-    return data.add_pretrained_words(vocabulary, others, glove_words)
-
-
 def prepare_data(config):
-    splits = load_splits(config)
-    glove_words, _ = data.load_glove(data_dir=config.data_dir)
-    vocabulary = build_vocabulary(splits, set(glove_words))
-    matrix, found = data.load_glove(
-        vocabulary, data_dir=config.data_dir, seed=config.seed
+    """`(arrays, vocabulary, embeddings, info)` (`data.prepare_pairs`):
+    rows of words without a vector drawn from N(0, 0.1), words looked up
+    lowercased too."""
+    splits = data.load_relatedness_splits(config.data_dir)
+    if config.smoke:
+        splits = data.first_rows(splits, SMOKE_SIZES)
+    pairs = data.prepare_pairs(
+        splits,
+        data.RELATEDNESS_INPUTS,
+        vectors=config.vectors,
+        max_length=config.max_length,
+        seed=config.seed,
+        data_dir=config.data_dir,
+        oov_stddev=0.1,
+        lowercase=True,
     )
-    matrix[0] = 0.0
-    index = data.vocabulary_index(vocabulary)
-    longest = max(
-        len(s) for a, b, _ in splits.values() for s in list(a) + list(b)
-    )
-    length = max(1, min(config.max_length, longest))
-    arrays = {
-        name: (
-            {
-                "sentence_a": data.word_ids(a, index, length)[0],
-                "sentence_b": data.word_ids(b, index, length)[0],
-            },
-            scores,
-        )
-        for name, (a, b, scores) in splits.items()
-    }
-    info = {
-        "vocabulary_size": len(vocabulary),
-        "glove_found": int(found),
-        "padded_length": length,
-        "pairs": {name: len(s) for name, (_, s) in arrays.items()},
-    }
-    return arrays, vocabulary, matrix, info
+    return pairs.arrays, pairs.vocabulary, pairs.embeddings, pairs.info
 
 
 def correlations(model, x, scores, batch_size=256):
@@ -223,23 +190,27 @@ def correlations(model, x, scores, batch_size=256):
 # Training.
 
 
-# The authors' SICK schedule (SICK_rl_pub/configs.py): 200 epochs of 4,500
-# pairs in batches of 128 (about 7,031 steps); the soft network alone to
-# step 6,000, the samplers alone to 6,500, then both.
-AUTHORS_STEPS = 200 * 4500 / 128
-
-
 def resan_schedule(config, steps_per_epoch):
-    """`(soft_only_steps, sampler_only_steps)`: by default the authors'
-    phases as fractions of our run (`epochs * steps_per_epoch` steps)."""
-    total = config.epochs * steps_per_epoch
-    soft = config.soft_only_steps
-    if soft is None:
-        soft = round(6000 / AUTHORS_STEPS * total)
-    samplers = config.sampler_only_steps
-    if samplers is None:
-        samplers = round(500 / AUTHORS_STEPS * total)
-    return soft, samplers
+    """`(soft_only_steps, sampler_only_steps)` (`pair_tasks.resan_phases`):
+    by default the authors' phases as fractions of our run."""
+    return pair_tasks.resan_phases(
+        "relatedness",
+        config.epochs,
+        steps_per_epoch,
+        config.soft_only_steps,
+        config.sampler_only_steps,
+    )
+
+
+def make_optimizer(config):
+    """Adam for the soft network and `--sampler-optimizer` for the
+    samplers (`pair_tasks.pair_optimizer`)."""
+    return pair_tasks.pair_optimizer(
+        "adam",
+        config.learning_rate,
+        config.sampler_optimizer if config.model == "resan" else None,
+        config.sampler_learning_rate,
+    )
 
 
 class DevCorrelation(keras.callbacks.Callback):
@@ -299,139 +270,98 @@ class DevCorrelation(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
+def build_model(config, arrays, vocabulary, matrix):
+    steps = pair_tasks.steps_per_epoch(arrays["train"][1], config.batch_size)
+    soft, samplers = resan_schedule(config, steps)
+    print(f"ReSAN schedule: soft alone {soft}, samplers alone {samplers}")
+    model = MODEL_BUILDERS[config.model](
+        vocabulary_size=len(vocabulary),
+        embeddings=matrix,
+        hidden_dim=config.hidden_dim,
+        dropout=config.dropout,
+        encoder_dropout=config.encoder_dropout,
+        capacity=config.capacity,
+        sparsity_penalty=config.sparsity_penalty,
+        weight_decay=config.weight_decay,
+        baseline=config.baseline,
+        objective=config.objective,
+        soft_only_steps=soft,
+        sampler_only_steps=samplers,
+        trainable_embeddings=config.trainable_embeddings,
+        seed=config.seed,
+    )
+    optimizer = training.with_moving_average(
+        make_optimizer(config), config.ema_momentum
+    )
+    model.compile(
+        optimizer=training.loss_scaled(optimizer),
+        # No compiled loss: the model trains its `objective`.
+        jit_compile=training.jit_compile(config.jit_compile),
+    )
+    return model
+
+
+def final_metrics(config, model, arrays, tracker):
+    """Test and dev figures of the best-dev model, and test figures of the
+    model at the end of training (`last.keras`, kept beside it: its
+    samplers have been through every phase of the schedule, which the best
+    epoch's may not have)."""
+    files.atomic_save(model, os.path.join(config.output_dir, LAST_MODEL_FILE))
+    last = correlations(model, *arrays["test"])
+    best = keras.saving.load_model(tracker.path)
+    files.atomic_save(best, os.path.join(config.output_dir, runs.MODEL_FILE))
+    metrics = {}
+    for split in ("test", "dev"):
+        result = correlations(best, *arrays[split])
+        for name in ("pearson", "spearman", "mse"):
+            metrics[f"{split}_{name}"] = result[name]
+        if split == "test":
+            metrics["test_selection_rate"] = result["selection_rate"]
+    history = np.nan_to_num(tracker.history, nan=-np.inf)
+    metrics.update(
+        dev_pearson_per_epoch=tracker.history,
+        dev_pearson_trained_weights_per_epoch=tracker.raw_history,
+        best_epoch=int(np.argmax(history)) + 1,
+        epochs=len(tracker.history),
+    )
+    for name in ("pearson", "spearman", "mse", "selection_rate"):
+        metrics[f"last_test_{name}"] = last[name]
+    return metrics
+
+
 def train(config):
-    # The strategy first: a multi-worker strategy must exist before
-    # TensorFlow runs any operation.
-    scope = training.strategy_scope(config.strategy)
-    training.set_mixed_precision(config.mixed_precision)
-    # Workers other than the chief write to a temporary folder.
-    config.output_dir = training.worker_path(config.output_dir)
-    os.makedirs(config.output_dir, exist_ok=True)
-    keras.utils.set_random_seed(config.seed)
+    scope = pair_tasks.start_run(config)
     arrays, vocabulary, matrix, info = prepare_data(config)
     print(
         f"SICK: {info['pairs']} pairs, vocabulary {info['vocabulary_size']} "
-        f"({info['glove_found']} in GloVe), length {info['padded_length']}"
+        f"({info['vectors_found']} with a vector), length "
+        f"{info['padded_length']}"
     )
-    runs.write_vocabulary(config.output_dir, vocabulary)
-    runs.write_config(config.output_dir, config)
-
-    # About one step per batch of `batch_size` pairs.
-    steps = -(-len(arrays["train"][1]) // config.batch_size)
-    soft, samplers = resan_schedule(config, steps)
-    print(
-        f"ReSAN schedule: soft alone {soft} steps, samplers alone "
-        f"{samplers}, then both"
-    )
+    pair_tasks.write_run_files(config, vocabulary)
     with scope:
-        model = MODEL_BUILDERS[config.model](
-            vocabulary_size=len(vocabulary),
-            embeddings=matrix,
-            hidden_dim=config.hidden_dim,
-            dropout=config.dropout,
-            encoder_dropout=config.encoder_dropout,
-            capacity=config.capacity,
-            sparsity_penalty=config.sparsity_penalty,
-            weight_decay=config.weight_decay,
-            baseline=config.baseline,
-            objective=config.objective,
-            soft_only_steps=soft,
-            sampler_only_steps=samplers,
-            trainable_embeddings=config.trainable_embeddings,
-            seed=config.seed,
-        )
-        model.compile(
-            optimizer=training.loss_scaled(
-                training.with_moving_average(
-                    make_optimizer(config), config.ema_momentum
-                )
-            ),
-            # No compiled loss: the model trains its `objective`.
-            jit_compile=training.jit_compile(config.jit_compile),
-        )
-    parameters = int(sum(np.prod(w.shape) for w in model.trainable_weights))
+        model = build_model(config, arrays, vocabulary, matrix)
+    parameters = pair_tasks.trainable_parameters(model)
     print(f"{model.name}: {parameters:,} trainable parameters")
-
-    (x_train, scores_train), (x_dev, scores_dev) = (
-        arrays["train"],
-        arrays["dev"],
-    )
-    # Under jax DataParallel every batch must divide among the devices: at
-    # most (devices - 1) training and dev pairs are left out of training.
-    training.check_batch_size(config.batch_size)
-    x_train, scores_train = training.trim_to_batch_multiple(
-        (x_train, scores_train)
-    )
-    checkpoint = os.path.join(config.output_dir, "checkpoint.keras")
+    # Under jax DataParallel every batch must divide among the devices.
     tracker = DevCorrelation(
-        *training.trim_to_batch_multiple((x_dev, scores_dev)),
-        checkpoint,
+        *training.trim_to_batch_multiple(arrays["dev"]),
+        os.path.join(config.output_dir, "checkpoint.keras"),
         60 * config.time_limit_minutes,
     )
-    backup = BackupAndRestore(
-        os.path.join(config.output_dir, "backup"),
-        stateful_callbacks=[tracker],
+    backup = pair_tasks.backup_callback(config.output_dir, [tracker])
+    _, seconds = pair_tasks.fit_pairs(
+        model, arrays["train"], config, [tracker, backup], backup
     )
-    # Batches group pairs of similar length and are cut to their longest
-    # sentence (`--bucket-width`; attention costs grow with the padded
-    # width). Each epoch's order depends on the seed and the epoch only,
-    # and the stream starts at the backup's epoch: a resumed run sees the
-    # batches an uninterrupted run sees. Under jax DataParallel only full
-    # batches are kept, so that every batch divides among the devices.
-    batches = data.BucketedBatches(
-        x_train,
-        scores_train,
-        batch_size=config.batch_size,
-        width_step=config.bucket_width or x_train["sentence_a"].shape[1],
-        seed=config.seed,
-        drop_remainder=training.batch_multiple() > 1,
-    )
-    callbacks = [tracker, backup]
-    start = time.perf_counter()
-    model.fit(
-        batches.as_dataset(epochs=None, initial_epoch=backup.initial_epoch()),
-        steps_per_epoch=len(batches),
-        shuffle=False,  # the stream is shuffled, one order per epoch
-        epochs=config.epochs,
-        callbacks=callbacks,
-        verbose=config.verbose,
-    )
-    train_seconds = time.perf_counter() - start
-    training.end_data_parallel()  # evaluation takes batches of any size
-
-    # The model at the end of training (the moving average, if any), kept
-    # beside the best one: its samplers have been through every phase of
-    # the schedule, which the best epoch's may not have.
-    files.atomic_save(model, os.path.join(config.output_dir, LAST_MODEL_FILE))
-    last = correlations(model, *arrays["test"])
-    best = keras.saving.load_model(checkpoint)
-    files.atomic_save(best, os.path.join(config.output_dir, runs.MODEL_FILE))
-    test = correlations(best, *arrays["test"])
-    dev = correlations(best, x_dev, scores_dev)
     metrics = {
-        "test_pearson": test["pearson"],
-        "test_spearman": test["spearman"],
-        "test_mse": test["mse"],
-        "dev_pearson": dev["pearson"],
-        "dev_spearman": dev["spearman"],
-        "dev_mse": dev["mse"],
-        "dev_pearson_per_epoch": tracker.history,
-        "dev_pearson_trained_weights_per_epoch": tracker.raw_history,
+        **final_metrics(config, model, arrays, tracker),
         "ema_momentum": config.ema_momentum,
         "sampler_optimizer": config.sampler_optimizer,
         "weight_decay": config.weight_decay,
         "baseline": config.baseline,
-        "test_selection_rate": test["selection_rate"],
-        "best_epoch": int(
-            np.argmax(np.nan_to_num(tracker.history, nan=-np.inf))
-        )
-        + 1,
-        "last_test_pearson": last["pearson"],
-        "last_test_spearman": last["spearman"],
-        "last_test_mse": last["mse"],
-        "last_test_selection_rate": last["selection_rate"],
-        "train_seconds": train_seconds,
-        "epochs": len(tracker.history),
+        "vectors": config.vectors,
+        "mixed_precision": config.mixed_precision,
+        "seed": config.seed,
+        "train_seconds": seconds,
         "parameters": parameters,
         "backend": keras.backend.backend(),
         "model": config.model,
@@ -440,27 +370,6 @@ def train(config):
     runs.write_metrics(config.output_dir, metrics)
     print(json.dumps(metrics, indent=2))
     return metrics
-
-
-def make_optimizer(config):
-    """Adam for the soft network and, for ReSAN, the samplers' optimizer
-    of `--sampler-optimizer` for theirs (the authors' two optimizers;
-    `models.resan.with_sampler_optimizer`): each group takes no step in
-    the schedule's phases that leave it without a gradient."""
-    optimizer = keras.optimizers.Adam(config.learning_rate)
-    kind = config.sampler_optimizer
-    if config.model != "resan":
-        return optimizer
-    if kind == "shared":
-        return models.resan.with_sampler_optimizer(optimizer)
-    rate = config.sampler_learning_rate or SAMPLER_LEARNING_RATES[kind]
-    if kind == "adadelta":
-        samplers = models.resan.authors_sampler_optimizer(rate)
-    elif kind == "adagrad":
-        samplers = keras.optimizers.Adagrad(rate)
-    else:
-        samplers = keras.optimizers.Adam(rate)
-    return models.resan.with_sampler_optimizer(optimizer, samplers)
 
 
 def check_flags(config):

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from keras_attention import optimizers
+from keras_attention.training import pair_tasks
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "applications" / "nli" / "train.py"
@@ -78,7 +79,7 @@ def test_resan_smoke_run_writes_metrics_and_a_loadable_model(tmp_path, flags):
     arrays = train.prepare_data(config)[0]
     x_dev, y_dev = arrays["dev"]
     config.bucket_width = 2
-    batches = train.bucketed(x_dev, y_dev, config).as_dataset()
+    batches = pair_tasks.bucketed(x_dev, y_dev, config).as_dataset()
     bucketed = model.evaluate(batches, verbose=0, return_dict=True)
     padded = model.predict(x_dev, verbose=0)["selection_percentage"]
     assert bucketed["selection_percentage"] == pytest.approx(
@@ -145,7 +146,7 @@ def test_initial_weights_start_the_schedule_again(tmp_path):
     path = str(tmp_path / "earlier.weights.h5")
     earlier.save_weights(path)
     model = build()
-    load_script().load_initial_weights(model, path, x, vocabulary=None)
+    pair_tasks.load_initial_weights(model, path, x, vocabulary=None)
     assert int(model.get_layer("training_schedule").step.numpy()) == 0
     for mine, theirs in zip(model.trainable_weights, earlier.trainable_weights):
         np.testing.assert_array_equal(

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from keras_attention import data
+from keras_attention.training import pair_tasks
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "applications" / "nli" / "train.py"
@@ -109,9 +110,16 @@ def test_every_builder_has_the_shared_interface():
 
 def test_embedding_matrix_has_unit_glove_rows_and_a_zero_padding_row():
     train = load_script()
+    config = train.parse_args(["--smoke"])
     vocabulary = ["<pad>", "<unk>", "a", "dog"]
-    matrix, found = train.embedding_matrix(
-        vocabulary, ["dog", "a"], np.array([[3.0, 4.0], [1.0, 0.0]]), seed=0
+    # The options the application passes to `data.prepare_pairs`.
+    matrix, found = data.embedding_matrix(
+        vocabulary,
+        ["dog", "a"],
+        np.array([[3.0, 4.0], [1.0, 0.0]]),
+        seed=config.seed,
+        unit_norm=True,
+        padding_id=0,
     )
     assert found == 2
     np.testing.assert_array_equal(matrix[0], 0.0)
@@ -142,16 +150,16 @@ def test_inconsistent_flags_are_named(flags, message, capsys):
 
 @needs_data
 def test_extra_training_adds_the_snli_pairs_to_sick_training_only():
-    train = load_script()
-    sick = train.load_splits("sick", None)
-    joint = train.load_splits("sick", None, extra_training="snli")
+    sick = data.load_nli_splits("sick")
+    joint = data.load_nli_splits("sick", extra_training="snli")
     snli = data.load_snli("train")
     assert len(joint["train"][0]) == len(sick["train"][0]) + len(
         snli["premise"]
     )
-    assert joint["train"][2][-1] == snli["label"][-1]
+    assert joint["train"][2][-1] == data.encode_labels(snli["label"])[-1]
     for split in ("dev", "test"):
-        assert joint[split] == sick[split]
+        assert joint[split][:2] == sick[split][:2]
+        np.testing.assert_array_equal(joint[split][2], sick[split][2])
 
 
 @needs_data
@@ -160,12 +168,12 @@ def test_bucketed_batches_cover_every_pair_once_and_cut_padding():
     config = train.parse_args(["--smoke", "--dataset", "sick"])
     arrays, _, _, info = train.prepare_data(config)
     x, y = arrays["train"]
-    batches = train.bucketed(x, y, config, shuffle=True)
+    batches = pair_tasks.bucketed(x, y, config, shuffle=True)
     rows = np.concatenate([r for r, _ in batches.batches(epoch=0)])
     assert sorted(rows.tolist()) == list(range(len(y)))
     widths = {w for _, w in batches.batches(epoch=0)}
     assert min(widths) < info["padded_length"]
-    padded = train.bucketed(
+    padded = pair_tasks.bucketed(
         x, y, train.parse_args(["--smoke", "--bucket-width", "0"])
     )
     assert padded.widths == [info["padded_length"]]
@@ -196,7 +204,7 @@ def test_initial_weights_continue_an_earlier_run(tmp_path):
         embeddings=matrix,
         **train.model_kwargs(first),
     )
-    train.load_initial_weights(
+    pair_tasks.load_initial_weights(
         model, checkpoint, arrays["train"][0], vocabulary
     )
     for mine, theirs in zip(model.weights, saved.weights):
@@ -237,9 +245,9 @@ def test_initial_weights_that_do_not_fit_are_named(tmp_path):
     x_train = arrays["train"][0]
     missing = str(tmp_path / "nowhere.weights.h5")
     with pytest.raises(FileNotFoundError, match="--initial-weights"):
-        train.load_initial_weights(fresh(), missing, x_train, vocabulary)
+        pair_tasks.load_initial_weights(fresh(), missing, x_train, vocabulary)
     with pytest.raises(ValueError, match="--initial-weights does not fit"):
-        train.load_initial_weights(
+        pair_tasks.load_initial_weights(
             fresh(16), str(checkpoint), x_train, vocabulary
         )
     # A run over other data has another vocabulary.
@@ -248,7 +256,7 @@ def test_initial_weights_that_do_not_fit_are_named(tmp_path):
     (other / "checkpoint.weights.h5").write_bytes(checkpoint.read_bytes())
     (other / "vocabulary.txt").write_text("\n".join(vocabulary[:-1]) + "\n")
     with pytest.raises(ValueError, match="another vocabulary"):
-        train.load_initial_weights(
+        pair_tasks.load_initial_weights(
             fresh(), str(other / "checkpoint.weights.h5"), x_train, vocabulary
         )
 
@@ -281,7 +289,7 @@ def test_average_last_ends_with_the_mean_of_the_last_epochs(tmp_path):
     assert changed > 0  # the two epochs differ, so the mean is checked
     # The averaged model's accuracy is what metrics.json reports.
     arrays = train.prepare_data(config)[0]
-    dev = train.bucketed(*arrays["dev"], config).as_dataset()
+    dev = pair_tasks.bucketed(*arrays["dev"], config).as_dataset()
     final_model = keras.saving.load_model(tmp_path / "model.keras")
     final_model.compile(
         loss="sparse_categorical_crossentropy", metrics=["accuracy"]
@@ -294,7 +302,6 @@ def test_average_last_ends_with_the_mean_of_the_last_epochs(tmp_path):
 def test_moving_average_callbacks_show_the_average_between_them():
     # Callbacks between MovingAverageIn and MovingAverageOut (the
     # checkpoints) see the averaged weights; the next epoch trains on.
-    train = load_script()
     model = keras.Sequential(
         [keras.Input((3,)), keras.layers.Dense(2, activation="softmax")]
     )
@@ -328,7 +335,7 @@ def test_moving_average_callbacks_show_the_average_between_them():
                 for v in self.model.optimizer._model_variables_moving_average
             ]
 
-    swap_in = train.MovingAverageIn(dev_batches)
+    swap_in = pair_tasks.MovingAverageIn(dev_batches)
     between, after = Probe(), Probe()
     model.fit(
         x,
@@ -336,7 +343,12 @@ def test_moving_average_callbacks_show_the_average_between_them():
         batch_size=4,
         epochs=2,
         validation_data=dev,
-        callbacks=[swap_in, between, train.MovingAverageOut(swap_in), after],
+        callbacks=[
+            swap_in,
+            between,
+            pair_tasks.MovingAverageOut(swap_in),
+            after,
+        ],
         verbose=0,
     )
     seen, logs = between.seen[-1]
