@@ -78,16 +78,14 @@ def main():
             outputs, mask = model.encode(encoder_token_ids)
             outputs = keras.ops.repeat(outputs, 4, axis=0)
             mask = keras.ops.repeat(mask, 4, axis=0)
-            self_cache, cross_cache = model._initial_layer_caches(
-                outputs, steps + 1
-            )
+            self_cache, cross_cache = model.initial_cache(outputs, steps + 1)
             token = keras.ops.full((keras.ops.shape(outputs)[0], 1), 2, "int32")
             logits = keras.ops.zeros((keras.ops.shape(outputs)[0], vocabulary))
             # The output projection transposed once, as the searches do.
             kernel = transformer_base.output_kernel(model)
 
             def body(step, self_cache, logits):
-                logits, self_cache = model._decode_layer_step(
+                logits, self_cache = model.decode_step(
                     token, step, self_cache, cross_cache, mask, kernel
                 )
                 return step + 1, self_cache, logits[:, 0]

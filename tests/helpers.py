@@ -41,18 +41,3 @@ def needs_data(*names):
         not data_available(*names),
         reason=f"needs the data files {', '.join(names)}",
     )
-
-
-def assert_layer_caches_equal_stacked(pairs, stacked, atol=1e-6):
-    """The searches' per-layer `(keys, values)` caches hold what the public
-    stacked cache `(B, num_layers, 2, L, N, H)` holds."""
-    import numpy as np
-    from keras import ops
-
-    from keras_attention.models import transformer_base
-
-    np.testing.assert_allclose(
-        ops.convert_to_numpy(transformer_base.stack_cache(pairs)),
-        ops.convert_to_numpy(stacked),
-        atol=atol,
-    )

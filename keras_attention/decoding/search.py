@@ -11,9 +11,11 @@ Both searches take a model with one of two decoding interfaces:
   `encode` method): `initial_cache(batch_size, max_length)`,
   `decode_step(ids, index, self_attention_cache)`, `decode(ids)`.
 
-Both also have `max_sequence_length`. The models of this package also
-have private per-layer versions of `initial_cache` and `decode_step`,
-which the searches use (see `_cache_methods`). For an encoder-decoder model
+Both also have `max_sequence_length`. The models of this package keep
+their caches as one heads-first `(keys, values)` pair per layer
+(`keras_attention.ops.key_value_cache`) and take the output projection
+computed once before the loop (`decode_step(..., output_kernel=...)`).
+For an encoder-decoder model
 `encoder_token_ids` are the sources; for a decoder-only model they are the
 prompts, right-padded with `0`: the decoder reads `start_id`, then each
 row's prompt (its tokens are forced, not chosen), then the continuation,
@@ -40,6 +42,7 @@ import numpy as np
 from keras import ops
 
 from keras_attention.models import transformer_base
+from keras_attention.models.transformer_base import TransformerModelBase
 from keras_attention.utils.validation import check_positive_int
 
 # Scores of impossible continuations; finite so that sums stay finite.
@@ -371,15 +374,16 @@ def _next_token_logits(model, step, tokens, state, use_cache, length):
     if use_cache:
         # (B', L + 1) -> (B', 1)
         current = ops.expand_dims(ops.take(tokens, step, axis=1), 1)
-        decode_step = _cache_methods(model)[1]
         # The output projection, computed before the loop, where the
         # model has one.
-        extra = () if kernel is None else (kernel,)
+        extra = {} if kernel is None else {"output_kernel": kernel}
         if decoder_only:
-            logits, self_cache = decode_step(current, step, self_cache, *extra)
+            logits, self_cache = model.decode_step(
+                current, step, self_cache, **extra
+            )
         else:
-            logits, self_cache = decode_step(
-                current, step, self_cache, cross_cache, encoder_mask, *extra
+            logits, self_cache = model.decode_step(
+                current, step, self_cache, cross_cache, encoder_mask, **extra
             )
         logits = logits[:, 0]
     else:
@@ -412,24 +416,6 @@ def _log_normalizers(logits):
     return peak - ops.log(top)
 
 
-def _cache_methods(model):
-    """`(initial_cache, decode_step)` of `model` for the searches.
-
-    The models of this package also have `_initial_layer_caches` and
-    `_decode_layer_step`: the same methods on one heads-first `(keys,
-    values)` pair `(B, N, L, H)` per layer instead of one stacked `(B,
-    num_layers, 2, L, N, H)` tensor. A step then writes the new token's
-    keys and values into each pair, attends with batched matrix products
-    on them as they are, and the beam reorder gathers the pairs, where the
-    stacked cache would be sliced apart and stacked again (whole-cache
-    copies) at every step.
-    Other models are decoded through their public methods.
-    """
-    if hasattr(model, "_decode_layer_step"):
-        return model._initial_layer_caches, model._decode_layer_step
-    return model.initial_cache, model.decode_step
-
-
 def _reorder_cache(cache, order):
     """Gathers the rows `order` `(B',)` of a cache: one tensor or a nested
     tuple of them (the per-layer pairs), each with the batch first."""
@@ -443,12 +429,12 @@ def _initial_state(model, encoder_token_ids, length, repeats, use_cache):
     encoder_outputs, encoder_mask, output_kernel)`; the first is carried
     through the loop, the others are fixed."""
     kernel = None
-    if use_cache and hasattr(model, "_decode_layer_step"):
+    if use_cache and isinstance(model, TransformerModelBase):
         kernel = transformer_base.output_kernel(model)
     if _decoder_only(model):
         rows = ops.shape(encoder_token_ids)[0] * repeats
         if use_cache:
-            self_cache = _cache_methods(model)[0](rows, length)
+            self_cache = model.initial_cache(rows, length)
         else:
             self_cache = ops.zeros((1,), "float32")  # loop-state placeholder
         return self_cache, None, None, None, kernel
@@ -458,8 +444,7 @@ def _initial_state(model, encoder_token_ids, length, repeats, use_cache):
         encoder_outputs = ops.repeat(encoder_outputs, repeats, axis=0)
         encoder_mask = ops.repeat(encoder_mask, repeats, axis=0)
     if use_cache:
-        initial_cache = _cache_methods(model)[0]
-        self_cache, cross_cache = initial_cache(encoder_outputs, length)
+        self_cache, cross_cache = model.initial_cache(encoder_outputs, length)
     else:
         # Placeholders so the loop state has the same structure.
         self_cache = cross_cache = ops.zeros((1,), encoder_outputs.dtype)

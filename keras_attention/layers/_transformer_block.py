@@ -96,6 +96,11 @@ class TransformerBlockBase(keras.layers.Layer):
         self.seed = seed
         self.supports_masking = True
 
+    @property
+    def normalize_first(self):
+        """keras-hub's name for `norm_first`."""
+        return self.norm_first
+
     def _head_width(self, hidden_dim):
         if self.key_dim is not None:
             return self.key_dim

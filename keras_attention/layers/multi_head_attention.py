@@ -6,11 +6,14 @@ import keras
 from keras import ops
 
 from keras_attention.ops import causal_mask
+from keras_attention.ops import from_stacked_cache
 from keras_attention.ops import local_mask
 from keras_attention.ops import merge_masks
 from keras_attention.ops import pairwise_mask
 from keras_attention.ops import scaled_dot_product_attention
 from keras_attention.ops import single_query_attention
+from keras_attention.ops import to_stacked_cache
+from keras_attention.ops import update_cache
 from keras_attention.utils.dtypes import floating_inputs
 from keras_attention.utils.initializers import clone_initializer
 from keras_attention.utils.masks import drop_keras_masks
@@ -80,7 +83,10 @@ class MultiHeadAttention(keras.layers.Layer):
     - The heads' dropout draws from one `keras.random.SeedGenerator` (no
       `Dropout` sublayer), created only when `dropout > 0`.
 
-    Decoding cache (rank-3 inputs): pass `cache` of shape `(B, 2, S, N, H)`
+    Decoding cache (rank-3 inputs): `call_with_cache` attends over a
+    heads-first `(keys, values)` pair `(B, N, S, H)`, the one cache layout
+    of this package (`keras_attention.ops.key_value_cache`). keras-hub's
+    stacked form is accepted too: pass `cache` of shape `(B, 2, S, N, H)`
     holding the projected keys (`cache[:, 0]`) and values (`cache[:, 1]`).
     - Self-attention: pass the new tokens as `query` and `value` and their
       first position as `cache_update_index`. Their keys and values are
@@ -91,7 +97,8 @@ class MultiHeadAttention(keras.layers.Layer):
     - Cross-attention: pass a cache filled once (for instance with
       `compute_cache(value)`) and leave `cache_update_index=None`; the key
       and value inputs are then not projected again.
-    The call then returns `(output, cache)`.
+    The call then returns `(output, cache)`. It runs `call_with_cache`
+    between `ops.from_stacked_cache` and `ops.to_stacked_cache`.
 
     Args:
         num_heads: int. Number of attention heads, `N`.
@@ -385,32 +392,35 @@ class MultiHeadAttention(keras.layers.Layer):
             self.compute_dtype, query, value, key
         )
 
+        if cache is not None:
+            # keras-hub's stacked cache, through the heads-first one.
+            result = self.call_with_cache(
+                query,
+                from_stacked_cache(cache),
+                cache_update_index=cache_update_index,
+                value=value,
+                key=key,
+                query_mask=query_mask,
+                value_mask=value_mask,
+                key_mask=key_mask,
+                attention_mask=attention_mask,
+                use_causal_mask=use_causal_mask,
+                return_attention_scores=return_attention_scores,
+                training=training,
+            )
+            return result[:-1] + (to_stacked_cache(result[-1]),)
         gate = self._gate_dense(query) if self.use_gate else None
         # (B, T, F) -> (B, T, N, H)
         q = self._query_dense(query)
-        if cache is not None and cache_update_index is None:
-            # Cross-attention with keys and values projected once.
-            k, v = cache[:, 0], cache[:, 1]  # (B, S, N, H) each
-        else:
-            k = self._key_dense(key)  # (B, S, N, H)
-            v = self._value_dense(value)  # (B, S, N, Hv)
-            if cache is not None:
-                start = [0, cache_update_index, 0, 0]
-                k = ops.slice_update(
-                    cache[:, 0], start, ops.cast(k, cache.dtype)
-                )
-                v = ops.slice_update(
-                    cache[:, 1], start, ops.cast(v, cache.dtype)
-                )
-                cache = ops.stack([k, v], axis=1)  # (B, 2, S, N, H)
-
+        k = self._key_dense(key)  # (B, S, N, H)
+        v = self._value_dense(value)  # (B, S, N, Hv)
         output, scores = self._attend_heads(
             q,
             k,
             v,
             gate,
-            cached=cache is not None,
-            offset=0 if cache_update_index is None else cache_update_index,
+            cached=False,
+            offset=0,
             query_mask=query_mask,
             key_side_mask=merge_masks(value_mask, key_mask),
             attention_mask=attention_mask,
@@ -418,12 +428,142 @@ class MultiHeadAttention(keras.layers.Layer):
             return_attention_scores=return_attention_scores,
             training=training,
         )
-        outputs = (output,)
         if return_attention_scores:
-            outputs += (scores,)
-        if cache is not None:
-            outputs += (cache,)
-        return outputs[0] if len(outputs) == 1 else outputs
+            return output, scores
+        return output
+
+    def call_with_cache(
+        self,
+        query,
+        cache,
+        cache_update_index=None,
+        value=None,
+        key=None,
+        query_mask=None,
+        value_mask=None,
+        key_mask=None,
+        attention_mask=None,
+        use_causal_mask=False,
+        return_attention_scores=False,
+        training=None,
+    ):
+        """Attention over a key/value cache: one step of incremental
+        decoding.
+
+        The cache is a heads-first pair `(keys (B, N, S, H), values (B, N,
+        S, Hv))`, the layout of `keras_attention.ops.key_value_cache`
+        (`compute_key_value_cache` fills one from a sequence, `ops.
+        empty_cache` gives an empty one).
+
+        - Self-attention: pass the new tokens as `query` and their first
+          position as `cache_update_index`. Their keys and values (of
+          `value` and `key`, which default to `query`) are written into
+          the cache there, and the queries attend over the whole cache;
+          with `use_causal_mask=True` the causal mask is offset by
+          `cache_update_index`, so empty slots are never seen and the
+          outputs equal those of full causal attention.
+        - Cross-attention: pass a cache filled once with
+          `compute_key_value_cache(encoder_outputs)` and leave
+          `cache_update_index=None`; it is used as it is.
+
+        One query per sequence (`T = 1`, the shape of a decoding step,
+        without scores or dropout) attends with `ops.single_query_attention(
+        ..., heads_first=True)`: batched matrix products on the cache as it
+        is. Otherwise `_compute_attention` runs on a `(B, S, N, H)` view.
+        `call(..., cache=...)` with keras-hub's stacked `(B, 2, S, N, H)`
+        cache runs this method between `ops.from_stacked_cache` and
+        `ops.to_stacked_cache`.
+
+        Args:
+            query: float tensor `(B, T, F)`.
+            cache: pair `(keys (B, N, S, H), values (B, N, S, Hv))`.
+            cache_update_index: int or scalar int tensor, the position of
+                the first query; `None` uses the cache as it is.
+            value: optional tensor `(B, T, Fv)` whose projected values are
+                written. Defaults to `query`.
+            key: optional tensor `(B, T, Fk)`. Defaults to `value`.
+            query_mask: optional boolean tensor `(B, T)`.
+            value_mask: optional boolean tensor `(B, S)` over the cache
+                slots.
+            key_mask: optional boolean tensor `(B, S)`, ANDed with
+                `value_mask`.
+            attention_mask: optional boolean tensor broadcastable to `(B,
+                N, T, S)`.
+            use_causal_mask: bool. Query `t` sees only slots `s <=
+                cache_update_index + t`.
+            return_attention_scores: bool. Also return the weights `(B, N,
+                T, S)`.
+            training: bool. Whether dropout is in effect.
+
+        Returns:
+            `(output, cache)`, or `(output, scores, cache)` with
+            `return_attention_scores=True`: `output` `(B, T, F)` and the
+            updated pair.
+
+        Example:
+
+        >>> from keras import ops
+        >>> from keras_attention.ops import empty_cache
+        >>> layer = MultiHeadAttention(num_heads=2, key_dim=4)
+        >>> x = keras.random.normal((3, 5, 8))
+        >>> _ = layer(x, x)  # builds the layer
+        >>> cache = empty_cache(3, 2, 5, 4)
+        >>> for t in range(5):
+        ...     y, cache = layer.call_with_cache(
+        ...         x[:, t : t + 1], cache, t, use_causal_mask=True
+        ...     )
+        >>> ops.shape(y), ops.shape(cache[0])
+        ((3, 1, 8), (3, 2, 5, 4))
+        """
+        self._check_cache(query, cache)
+        value = query if value is None else value
+        key = value if key is None else key
+        # Masks are the explicit arguments only; Keras masks on the inputs
+        # would only make the projections warn.
+        drop_keras_masks(query, value, key)
+        query, value, key = floating_inputs(
+            self.compute_dtype, query, value, key
+        )
+        gate = self._gate_dense(query) if self.use_gate else None
+        q = self._query_dense(query)  # (B, T, N, H)
+        if cache_update_index is not None:
+            cache = update_cache(
+                cache,
+                self._key_dense(key),
+                self._value_dense(value),
+                cache_update_index,
+            )
+        # One new token per step, as the searches decode, unless a subclass
+        # overrides the attention (Keras's override point).
+        single_query = (
+            q.shape[1] == 1
+            and not return_attention_scores
+            and not (training and self.dropout > 0.0)
+            and type(self)._compute_attention
+            is MultiHeadAttention._compute_attention
+        )
+        keys, values = cache
+        if not single_query:
+            keys = ops.swapaxes(keys, 1, 2)  # (B, S, N, H)
+            values = ops.swapaxes(values, 1, 2)
+        output, scores = self._attend_heads(
+            q,
+            keys,
+            values,
+            gate,
+            cached=True,
+            offset=0 if cache_update_index is None else cache_update_index,
+            query_mask=query_mask,
+            key_side_mask=merge_masks(value_mask, key_mask),
+            attention_mask=attention_mask,
+            use_causal_mask=use_causal_mask,
+            return_attention_scores=return_attention_scores,
+            training=training,
+            single_query=single_query,
+        )
+        if return_attention_scores:
+            return output, scores, cache
+        return output, cache
 
     def _attend_heads(
         self,
@@ -446,7 +586,7 @@ class MultiHeadAttention(keras.layers.Layer):
 
         `single_query=True` (one query per sequence, no scores, no dropout)
         takes `single_query_attention` on `k` and `v` kept heads first,
-        `(B, N, S, H)`, as `_call_with_key_value_cache` keeps them."""
+        `(B, N, S, H)`, as `call_with_cache` keeps them."""
         # Causal alone (no cache offset, band or padding) takes the backends'
         # causal kernels instead of a materialised mask. As in Keras, not for
         # subclasses that override `_compute_attention` with the older
@@ -494,89 +634,6 @@ class MultiHeadAttention(keras.layers.Layer):
             attended = attended * gate
         # (B, T, N, Hv) -> (B, T, F)
         return self._output_dense(attended), scores
-
-    def _call_with_key_value_cache(
-        self,
-        query,
-        key_cache,
-        value_cache,
-        cache_update_index=None,
-        value_mask=None,
-        use_causal_mask=False,
-    ):
-        """The cached call with the keys and values as two heads-first
-        tensors.
-
-        Computes what `call(query, query, cache=ops.stack([key_cache,
-        value_cache], axis=1), cache_update_index=..., value_mask=...,
-        use_causal_mask=...)` computes (with the caches' heads and slots
-        axes swapped), for rank-3 inputs at inference, without stacking the
-        cache or slicing it apart: the decoding searches keep one
-        `(key_cache, value_cache)` pair per layer, so a step writes the new
-        token's keys and values in place instead of copying the whole
-        cache. One query per sequence (`T = 1`) attends with
-        `ops.single_query_attention(..., heads_first=True)`: batched matrix
-        products straight on the heads-first caches. Several queries, or a
-        subclass that overrides `_compute_attention`, take
-        `_compute_attention` on a `(B, S, N, H)` copy of the caches.
-
-        Args:
-            query: float tensor `(B, T, F)`.
-            key_cache: tensor `(B, N, S, H)`, the projected keys.
-            value_cache: tensor `(B, N, S, Hv)`, the projected values.
-            cache_update_index: int or scalar int tensor: the position of
-                the first query; its keys and values are written there. With
-                `None` (cross-attention), the caches are used as they are.
-            value_mask: optional boolean tensor `(B, S)` over the cache slots.
-            use_causal_mask: bool. Query `t` sees only slots
-                `s <= cache_update_index + t`.
-
-        Returns:
-            `(output, (key_cache, value_cache))`: `(B, T, F)` and the updated
-            caches.
-        """
-        query = floating_inputs(self.compute_dtype, query)
-        gate = self._gate_dense(query) if self.use_gate else None
-        q = self._query_dense(query)  # (B, T, N, H)
-        if cache_update_index is not None:
-            start = [0, 0, cache_update_index, 0]
-            key_cache = ops.slice_update(
-                key_cache,
-                start,
-                _heads_first(self._key_dense(query), key_cache.dtype),
-            )
-            value_cache = ops.slice_update(
-                value_cache,
-                start,
-                _heads_first(self._value_dense(query), value_cache.dtype),
-            )
-        # One new token per step, as the searches decode, unless a subclass
-        # overrides the attention (Keras's override point).
-        single_query = (
-            q.shape[1] == 1
-            and type(self)._compute_attention
-            is MultiHeadAttention._compute_attention
-        )
-        keys, values = key_cache, value_cache
-        if not single_query:
-            keys = ops.swapaxes(keys, 1, 2)  # (B, S, N, H)
-            values = ops.swapaxes(values, 1, 2)
-        output, _ = self._attend_heads(
-            q,
-            keys,
-            values,
-            gate,
-            cached=True,
-            offset=0 if cache_update_index is None else cache_update_index,
-            query_mask=None,
-            key_side_mask=value_mask,
-            attention_mask=None,
-            use_causal_mask=use_causal_mask,
-            return_attention_scores=False,
-            training=False,
-            single_query=single_query,
-        )
-        return output, (key_cache, value_cache)
 
     def _compute_attention(
         self,
@@ -718,25 +775,29 @@ class MultiHeadAttention(keras.layers.Layer):
         return output, scores
 
     def compute_cache(self, value, key=None):
-        """Projects `key` and `value` once into a cache `(B, 2, S, N, H)`.
+        """Projects `key` and `value` once into keras-hub's stacked cache
+        `(B, 2, S, N, H)`.
 
         Use it for encoder-decoder attention, whose keys and values do not
         change while decoding; pass the result as `cache` with
-        `cache_update_index=None`.
+        `cache_update_index=None`. `compute_key_value_cache` gives the same
+        keys and values heads first, for `call_with_cache`.
         """
         return ops.stack(self._project_key_value(value, key), axis=1)
+
+    def compute_key_value_cache(self, value, key=None):
+        """Projects `key` (defaults to `value`) and `value` `(B, S, F)`
+        once into a heads-first cache `(keys (B, N, S, H), values (B, N, S,
+        Hv))` for `call_with_cache`.
+        """
+        return tuple(
+            ops.swapaxes(x, 1, 2) for x in self._project_key_value(value, key)
+        )
 
     def _project_key_value(self, value, key=None):
         """`(keys (B, S, N, H), values (B, S, N, Hv))` for a cache."""
         key = value if key is None else key
         return self._key_dense(key), self._value_dense(value)
-
-    def _heads_first_key_value(self, value, key=None):
-        """`_project_key_value` heads first, `(B, N, S, H)`, the layout of
-        `_call_with_key_value_cache`."""
-        return tuple(
-            ops.swapaxes(x, 1, 2) for x in self._project_key_value(value, key)
-        )
 
     def _compute_attention_mask(
         self,
@@ -780,6 +841,37 @@ class MultiHeadAttention(keras.layers.Layer):
         return merge_masks(
             *[_insert_head_axes(p, target - len(p.shape), na) for p in pieces]
         )
+
+    def _check_cache(self, query, cache):
+        if not self.built:
+            raise ValueError(
+                "Build the MultiHeadAttention layer (or call it once) before "
+                "`call_with_cache`. Received: query with shape "
+                f"{static_shape(query)}"
+            )
+        shape = static_shape(query)
+        if len(shape) != 3 or self._rank != 3:
+            raise ValueError(
+                "A decoding cache needs inputs of rank 3, (batch, length, "
+                f"features). Received: query with shape {shape}"
+            )
+        if not isinstance(cache, (tuple, list)) or len(cache) != 2:
+            raise ValueError(
+                "Argument `cache` must be a pair (keys, values) of heads-first "
+                "tensors (batch, num_heads, length, key_dim); keras-hub's "
+                "stacked (batch, 2, length, num_heads, key_dim) goes to "
+                f"`call(..., cache=...)`. Received: cache={cache!r}"
+            )
+        for name, part, width in (
+            ("cache[0]", cache[0], self.key_dim),
+            ("cache[1]", cache[1], self.value_dim),
+        ):
+            check_dims(
+                name,
+                static_shape(part),
+                (None, self.num_heads, None, width),
+                f"(batch, {self.num_heads}, length, {width})",
+            )
 
     def _check_inputs(self, query, value, key, cache, attention_mask):
         shapes = {
@@ -962,16 +1054,6 @@ class MultiHeadAttention(keras.layers.Layer):
             }
         )
         return config
-
-
-def _heads_first(heads, dtype):
-    """Projected heads `(B, T, N, H)` -> `(B, N, T, H)` in `dtype`, to write
-    into a heads-first cache."""
-    if heads.shape[1] == 1:
-        # One token: the same memory, no transpose.
-        _, _, count, width = heads.shape
-        return ops.cast(ops.reshape(heads, (-1, count, 1, width)), dtype)
-    return ops.cast(ops.swapaxes(heads, 1, 2), dtype)
 
 
 def _letters(start, count):

@@ -30,11 +30,12 @@ class PositionEmbedding(keras.layers.Layer):
     Relation to keras-hub: the arguments, their order and the weight
     (`embeddings`, shape `(sequence_length, F)`) are those of
     `keras_hub.layers.PositionEmbedding`, so `set_weights` carries a table
-    across and the outputs are equal. Two differences: `positions` of shape
-    `(B, T)` line up with the batch axis for inputs of rank 4 or more
-    (keras-hub broadcasts them against the second axis), and `positions`
-    with a `start_index` other than `0` is an error here (keras-hub ignores
-    `start_index`).
+    across and the outputs are equal; the table is also readable under
+    keras-hub's attribute name, `position_embeddings`. Two differences:
+    `positions` of shape `(B, T)` line up with the batch axis for inputs of
+    rank 4 or more (keras-hub broadcasts them against the second axis), and
+    `positions` with a `start_index` other than `0` is an error here
+    (keras-hub ignores `start_index`).
 
     Args:
         sequence_length: int. The largest number of positions, `T_max`.
@@ -102,6 +103,11 @@ class PositionEmbedding(keras.layers.Layer):
             initializer=self.initializer,
         )
         self.built = True
+
+    @property
+    def position_embeddings(self):
+        """keras-hub's name for the table, `embeddings`."""
+        return self.embeddings
 
     def call(self, inputs, start_index=0, positions=None):
         shape = static_shape(inputs)

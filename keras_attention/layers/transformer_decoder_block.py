@@ -2,7 +2,11 @@ import keras
 from keras import ops
 
 from keras_attention.layers._transformer_block import TransformerBlockBase
+from keras_attention.ops import from_stacked_cache
 from keras_attention.ops import merge_masks
+from keras_attention.ops import to_stacked_cache
+from keras_attention.ops.key_value_cache import cache_batch_and_length
+from keras_attention.ops.key_value_cache import is_stacked_cache
 from keras_attention.utils.dtypes import floating_inputs
 from keras_attention.utils.masks import kept_keras_masks
 from keras_attention.utils.masks import keras_mask
@@ -38,15 +42,21 @@ class TransformerDecoderBlock(TransformerBlockBase):
       sublayers or weights (the middle line above is skipped), and passing
       encoder inputs is an error.
 
-    Incremental decoding: `self_attention_cache` `(B, 2, L, N, H)` holds the
-    projected keys and values of the target positions decoded so far (`L`
-    is the longest output); pass the new tokens' hidden states as `inputs`
-    and their first position as `cache_update_index`. Their keys and values
-    are written into the cache there, and with `use_causal_mask=True` the
-    outputs equal those of the full causal computation.
-    `cross_attention_cache` `(B, 2, S, N, H)` holds the projected encoder
-    outputs, computed once with `compute_cross_attention_cache(
+    Incremental decoding: `self_attention_cache` holds the projected keys
+    and values of the target positions decoded so far, `L` of them at most:
+    a heads-first pair `(keys, values)` of `(B, N, L, H)` (the layout of
+    `keras_attention.ops.key_value_cache`) or keras-hub's stacked `(B, 2,
+    L, N, H)`; the updated cache comes back in the layout it came in. Pass
+    the new tokens' hidden states as `inputs` and their first position as
+    `cache_update_index`. Their keys and values are written into the cache
+    there, and with `use_causal_mask=True` the outputs equal those of the
+    full causal computation. `cross_attention_cache` holds the projected
+    encoder outputs, `(B, N, S, H)` pairs from
+    `cross_attention.compute_key_value_cache(encoder_outputs)` or the
+    stacked `(B, 2, S, N, H)` of `compute_cross_attention_cache(
     encoder_outputs)`; with it, `encoder_outputs` may be left out.
+    `decode_step` is the cached call of a decoding loop: heads-first
+    caches, named arguments, no Keras-mask bookkeeping.
 
     Masking: the target padding mask `(B, T)` is the AND of `padding_mask`
     and the Keras mask of `inputs`, and the source padding mask `(B, S)`
@@ -73,14 +83,20 @@ class TransformerDecoderBlock(TransformerBlockBase):
     keys only). Its call arguments map to ours as `decoder_sequence` ->
     `inputs`, `encoder_sequence` -> `encoder_outputs`,
     `decoder_padding_mask` -> `padding_mask`, `decoder_attention_mask` ->
-    `attention_mask`, `self_attention_cache_update_index` ->
-    `cache_update_index`, and `cross_attention_cache_update_index=0` (fill
-    the cross cache) -> `compute_cross_attention_cache`; the positional
-    order of the first six is keras-hub's. Its `normalize_first` is
-    `norm_first` and its `layer_norm_epsilon` defaults to `1e-5`. keras-hub
-    takes `(intermediate_dim, num_heads)` positionally; here every
-    constructor argument is keyword-only, so a positional port fails with a
-    `TypeError`.
+    `attention_mask`; the positional order of the first six is keras-hub's.
+    Its cache arguments are accepted under its names:
+    `self_attention_cache_update_index` is `cache_update_index`, and
+    `cross_attention_cache_update_index=0` writes the projected
+    `encoder_outputs` into `cross_attention_cache` (`None` reuses it). A
+    call with `self_attention_cache_update_index` returns keras-hub's
+    structure, `(outputs, self_attention_cache, cross_attention_cache)`
+    (the last only with a cross-attention cache), and gives keras-hub's
+    outputs and caches (`tests/layers/transformer_decoder_block_test.py`).
+    Its `normalize_first` is `norm_first` (also readable as
+    `normalize_first`) and its `layer_norm_epsilon` defaults to `1e-5`.
+    keras-hub takes `(intermediate_dim, num_heads)` positionally; here
+    every constructor argument is keyword-only, so a positional port fails
+    with a `TypeError`.
 
     Args:
         num_heads: int. Number of attention heads, `N`.
@@ -110,13 +126,18 @@ class TransformerDecoderBlock(TransformerBlockBase):
             with a self-attention cache; `True` = attend.
         encoder_padding_mask: optional boolean tensor `(B, S)`.
         encoder_attention_mask: optional boolean tensor `(B, T, S)`.
-        self_attention_cache: optional tensor `(B, 2, L, N, H)`,
-            keyword-only.
+        self_attention_cache: optional pair `(keys, values)` of `(B, N, L,
+            H)`, or a stacked tensor `(B, 2, L, N, H)`; keyword-only.
         cache_update_index: int or scalar int tensor, keyword-only: the
             position of the first token of `inputs`; required with
             `self_attention_cache`.
-        cross_attention_cache: optional tensor `(B, 2, S, N, H)`,
-            keyword-only.
+        cross_attention_cache: optional pair of `(B, N, S, H)` or stacked
+            tensor `(B, 2, S, N, H)`, keyword-only.
+        self_attention_cache_update_index: keras-hub's name for
+            `cache_update_index`, keyword-only; see "Relation to keras-hub".
+        cross_attention_cache_update_index: int or `None`, keyword-only
+            (keras-hub's): where to write the projected `encoder_outputs`
+            into `cross_attention_cache`; `None` uses the cache as it is.
         use_causal_mask: bool, keyword-only. Query `t` sees only targets
             `s <= t`. Defaults to `True`.
         return_attention_scores: bool, keyword-only. Also return the
@@ -129,8 +150,10 @@ class TransformerDecoderBlock(TransformerBlockBase):
         self-attention weights `(B, N, T, T)` (`(B, N, T, L)` with a cache)
         followed, in a block with cross-attention, by the cross-attention
         weights `(B, N, T, S)`; then, exactly when `self_attention_cache`
-        is given, the updated self-attention cache. The cross-attention
-        cache is not returned (it does not change).
+        is given, the updated self-attention cache; then, in a call with
+        `self_attention_cache_update_index` and a cross-attention cache,
+        the cross-attention cache (keras-hub's structure). Otherwise the
+        cross-attention cache is not returned (it does not change).
 
     Example:
 
@@ -148,14 +171,14 @@ class TransformerDecoderBlock(TransformerBlockBase):
     Decoding one token at a time with caches:
 
     ```python
-    cross_cache = block.compute_cross_attention_cache(source)
-    self_cache = keras.ops.zeros((2, 2, max_length, 2, 4))
+    cross_cache = block.cross_attention.compute_key_value_cache(source)
+    self_cache = keras_attention.ops.empty_cache(2, 2, max_length, 4)
     for t in range(max_length):
-        hidden, self_cache = block(
+        hidden, self_cache = block.decode_step(
             embedded[:, t : t + 1],
             self_attention_cache=self_cache,
-            cross_attention_cache=cross_cache,
             cache_update_index=t,
+            cross_attention_cache=cross_cache,
         )
     ```
 
@@ -201,10 +224,16 @@ class TransformerDecoderBlock(TransformerBlockBase):
         self_attention_cache=None,
         cache_update_index=None,
         cross_attention_cache=None,
+        self_attention_cache_update_index=None,
+        cross_attention_cache_update_index=None,
         use_causal_mask=True,
         return_attention_scores=False,
         training=None,
     ):
+        keras_hub_style = self_attention_cache_update_index is not None
+        cache_update_index = _one_index(
+            cache_update_index, self_attention_cache_update_index
+        )
         self._check_call(
             inputs,
             encoder_outputs,
@@ -215,6 +244,7 @@ class TransformerDecoderBlock(TransformerBlockBase):
             self_attention_cache,
             cache_update_index,
             cross_attention_cache,
+            cross_attention_cache_update_index,
         )
         # The implicit Keras masks are read before any cast drops them, and
         # put back afterwards (the attention sublayers detach their inputs').
@@ -225,121 +255,192 @@ class TransformerDecoderBlock(TransformerBlockBase):
                 query_mask, key_mask = _cache_masks(
                     padding_mask,
                     implicit[0],
-                    self_attention_cache,
+                    cache_batch_and_length(self_attention_cache)[1],
                     cache_update_index,
                     ops.shape(inputs)[1],
                 )
-            return self._decode(
+            outputs = self._decode(
                 inputs,
-                encoder_outputs,
-                query_mask,
-                key_mask,
-                attention_mask,
-                merge_masks(encoder_padding_mask, implicit[1]),
-                encoder_attention_mask,
-                self_attention_cache,
-                cache_update_index,
-                cross_attention_cache,
-                use_causal_mask,
-                return_attention_scores,
-                training,
-            )
-
-    def _decode(
-        self,
-        inputs,
-        encoder_outputs,
-        query_mask,
-        key_mask,
-        attention_mask,
-        encoder_padding_mask,
-        encoder_attention_mask,
-        self_attention_cache,
-        cache_update_index,
-        cross_attention_cache,
-        use_causal_mask,
-        return_attention_scores,
-        training,
-    ):
-        inputs, encoder_outputs = floating_inputs(
-            self.compute_dtype, inputs, encoder_outputs
-        )
-
-        # Causal self-attention, optionally over the cached prefix.
-        def self_attend(x):
-            if isinstance(self_attention_cache, tuple):
-                # A (keys, values) pair from `_decode_step`.
-                attention = self.self_attention
-                attended, cache = attention._call_with_key_value_cache(
-                    x,
-                    *self_attention_cache,
-                    cache_update_index=cache_update_index,
-                    use_causal_mask=use_causal_mask,
-                )
-                return attended, (cache, ())
-            attended = self.self_attention(
-                x,
-                x,
+                encoder_outputs=encoder_outputs,
                 query_mask=query_mask,
-                value_mask=key_mask,
+                key_mask=key_mask,
                 attention_mask=attention_mask,
-                cache=self_attention_cache,
+                encoder_padding_mask=merge_masks(
+                    encoder_padding_mask, implicit[1]
+                ),
+                encoder_attention_mask=encoder_attention_mask,
+                self_attention_cache=self_attention_cache,
                 cache_update_index=cache_update_index,
+                cross_attention_cache=cross_attention_cache,
+                cross_attention_cache_update_index=(
+                    cross_attention_cache_update_index
+                ),
                 use_causal_mask=use_causal_mask,
                 return_attention_scores=return_attention_scores,
                 training=training,
             )
-            attended, cache, scores = _unpack(
-                attended, self_attention_cache, return_attention_scores, ()
-            )
-            return attended, (cache, scores)
+        outputs, cross_attention_cache = outputs
+        if keras_hub_style and cross_attention_cache is not None:
+            # keras-hub's return structure: the cross cache comes back too.
+            outputs += (cross_attention_cache,)
+        return outputs[0] if len(outputs) == 1 else outputs
 
-        x, (self_attention_cache, scores) = self._residual(
-            "self_attention", inputs, self_attend, training
+    def decode_step(
+        self,
+        inputs,
+        *,
+        self_attention_cache,
+        cache_update_index,
+        cross_attention_cache=None,
+        encoder_padding_mask=None,
+    ):
+        """One step of incremental decoding, at inference.
+
+        Computes what `call(inputs, self_attention_cache=...,
+        cache_update_index=..., cross_attention_cache=...,
+        encoder_padding_mask=..., training=False)` computes on heads-first
+        caches (`keras_attention.ops.key_value_cache`), without the checks
+        and Keras masks of `call`: the step a decoding loop runs.
+
+        Args:
+            inputs: float tensor `(B, T, F)`, the new tokens' hidden states.
+            self_attention_cache: pair `(keys, values)` of `(B, N, L, H)`,
+                e.g. `ops.empty_cache(B, N, L, H)` at the start.
+            cache_update_index: int or scalar int tensor, the position of
+                the first new token.
+            cross_attention_cache: pair `(keys, values)` of `(B, N, S, H)`
+                from `cross_attention.compute_key_value_cache(
+                encoder_outputs)`; `None` in a decoder-only block.
+            encoder_padding_mask: optional boolean tensor `(B, S)`.
+
+        Returns:
+            `(outputs, self_attention_cache)`: `(B, T, F)` and the updated
+            pair.
+        """
+        (outputs, self_attention_cache), _ = self._decode(
+            ops.convert_to_tensor(inputs),
+            encoder_padding_mask=encoder_padding_mask,
+            self_attention_cache=tuple(self_attention_cache),
+            cache_update_index=cache_update_index,
+            cross_attention_cache=(
+                None
+                if cross_attention_cache is None
+                else tuple(cross_attention_cache)
+            ),
+            training=False,
         )
+        return outputs, self_attention_cache
 
-        if self.cross_attention is not None:
-            # Encoder-decoder attention. With a cross-attention cache the
-            # value input is only shape-checked, so the queries stand in.
-            def cross_attend(x):
-                if isinstance(cross_attention_cache, tuple):
-                    attended, _ = (
-                        self.cross_attention._call_with_key_value_cache(
-                            x,
-                            *cross_attention_cache,
-                            value_mask=encoder_padding_mask,
-                        )
-                    )
-                    return attended, ()
-                memory = encoder_outputs if encoder_outputs is not None else x
-                attended = self.cross_attention(
+    def _decode(
+        self,
+        inputs,
+        *,
+        encoder_outputs=None,
+        query_mask=None,
+        key_mask=None,
+        attention_mask=None,
+        encoder_padding_mask=None,
+        encoder_attention_mask=None,
+        self_attention_cache=None,
+        cache_update_index=None,
+        cross_attention_cache=None,
+        cross_attention_cache_update_index=None,
+        use_causal_mask=True,
+        return_attention_scores=False,
+        training=None,
+    ):
+        """The block on either cache layout: returns `(outputs, cross
+        cache)`, `outputs` the tuple `call` documents."""
+        inputs, encoder_outputs = floating_inputs(
+            self.compute_dtype, inputs, encoder_outputs
+        )
+        stacked = is_stacked_cache(self_attention_cache)
+        if stacked:
+            # keras-hub's stacked layout, through the heads-first one.
+            self_attention_cache = from_stacked_cache(self_attention_cache)
+        stacked_cross = is_stacked_cache(cross_attention_cache)
+        if stacked_cross:
+            cross_attention_cache = from_stacked_cache(cross_attention_cache)
+        scores = ()
+
+        # Causal self-attention, optionally over the cached prefix.
+        def self_attend(x):
+            if self_attention_cache is None:
+                result = self.self_attention(
                     x,
-                    memory,
+                    x,
                     query_mask=query_mask,
-                    value_mask=encoder_padding_mask,
-                    attention_mask=encoder_attention_mask,
-                    cache=cross_attention_cache,
+                    value_mask=key_mask,
+                    attention_mask=attention_mask,
+                    use_causal_mask=use_causal_mask,
                     return_attention_scores=return_attention_scores,
                     training=training,
                 )
-                attended, _, cross_scores = _unpack(
-                    attended,
-                    cross_attention_cache,
-                    return_attention_scores,
-                    (),
+            else:
+                result = self.self_attention.call_with_cache(
+                    x,
+                    self_attention_cache,
+                    cache_update_index,
+                    query_mask=query_mask,
+                    value_mask=key_mask,
+                    attention_mask=attention_mask,
+                    use_causal_mask=use_causal_mask,
+                    return_attention_scores=return_attention_scores,
+                    training=training,
                 )
-                return attended, cross_scores
+            return _split(result)
 
-            x, cross_scores = self._residual(
+        x, extra = self._residual(
+            "self_attention", inputs, self_attend, training
+        )
+        if self_attention_cache is not None:
+            self_attention_cache, extra = extra[-1], extra[:-1]
+        scores += extra
+
+        if self.cross_attention is not None:
+            # Encoder-decoder attention over the encoder outputs, or over
+            # their keys and values projected once.
+            def cross_attend(x):
+                if cross_attention_cache is None:
+                    result = self.cross_attention(
+                        x,
+                        encoder_outputs,
+                        query_mask=query_mask,
+                        value_mask=encoder_padding_mask,
+                        attention_mask=encoder_attention_mask,
+                        return_attention_scores=return_attention_scores,
+                        training=training,
+                    )
+                else:
+                    result = self.cross_attention.call_with_cache(
+                        x,
+                        cross_attention_cache,
+                        cross_attention_cache_update_index,
+                        value=encoder_outputs,
+                        query_mask=query_mask,
+                        value_mask=encoder_padding_mask,
+                        attention_mask=encoder_attention_mask,
+                        return_attention_scores=return_attention_scores,
+                        training=training,
+                    )
+                return _split(result)
+
+            x, extra = self._residual(
                 "cross_attention", x, cross_attend, training
             )
-            scores += cross_scores
+            if cross_attention_cache is not None:
+                cross_attention_cache, extra = extra[-1], extra[:-1]
+            scores += extra
 
         x = self._feedforward(x, training)
         outputs = (x,) + scores
         if self_attention_cache is not None:
+            if stacked:
+                self_attention_cache = to_stacked_cache(self_attention_cache)
             outputs += (self_attention_cache,)
-        return outputs[0] if len(outputs) == 1 else outputs
+        if stacked_cross:
+            cross_attention_cache = to_stacked_cache(cross_attention_cache)
+        return outputs, cross_attention_cache
 
     def _check_call(
         self,
@@ -352,6 +453,7 @@ class TransformerDecoderBlock(TransformerBlockBase):
         self_attention_cache,
         cache_update_index,
         cross_attention_cache,
+        cross_attention_cache_update_index=None,
     ):
         shape = static_shape(inputs)
         check_rank("inputs", shape, 3)
@@ -386,7 +488,7 @@ class TransformerDecoderBlock(TransformerBlockBase):
         check_mask("inputs._keras_mask", keras_mask(inputs), shape[0], shape[1])
         keys, keys_name = shape[1], "inputs"
         if self_attention_cache is not None:
-            keys = static_shape(self_attention_cache)[2]
+            keys = cache_batch_and_length(self_attention_cache)[1]
             keys_name = "self_attention_cache (batch, cache_length)"
         check_mask("padding_mask", padding_mask, shape[0], keys, keys_name)
         check_dims(
@@ -398,9 +500,19 @@ class TransformerDecoderBlock(TransformerBlockBase):
         )
         if cross_attention is None:
             return
+        if (
+            cross_attention_cache_update_index is not None
+            and encoder_outputs is None
+        ):
+            raise ValueError(
+                "`cross_attention_cache_update_index` (keras-hub's) writes the "
+                "projected `encoder_outputs` into the cross-attention cache; "
+                "pass `encoder_outputs`. Received: encoder_outputs=None, "
+                "cross_attention_cache_update_index="
+                f"{cross_attention_cache_update_index}"
+            )
         if cross_attention_cache is not None:
-            cache_shape = static_shape(cross_attention_cache)
-            memory_shape = (cache_shape[0], cache_shape[2])
+            memory_shape = cache_batch_and_length(cross_attention_cache)
             memory_name = "cross_attention_cache"
         else:
             memory_shape = static_shape(encoder_outputs)
@@ -425,63 +537,6 @@ class TransformerDecoderBlock(TransformerBlockBase):
             (shape[0], shape[1], memory_shape[1]),
             "(batch, target_length, source_length)",
         )
-
-    def _decode_step(
-        self,
-        inputs,
-        self_attention_cache,
-        cache_update_index,
-        cross_attention_cache=None,
-        encoder_padding_mask=None,
-    ):
-        """The cached call at inference with one `(key, value)` pair per
-        cache, as the decoding searches keep them.
-
-        Computes what `call(inputs, self_attention_cache=..., cache_update_
-        index=..., cross_attention_cache=..., encoder_padding_mask=...,
-        training=False)` computes, where the stacked caches `(B, 2, L, N,
-        H)` hold these pairs with their heads and slots axes swapped,
-        without stacking or slicing the caches.
-
-        Args:
-            inputs: float tensor `(B, T, F)`, the new tokens' hidden states.
-            self_attention_cache: tuple `(keys, values)` of `(B, N, L, H)`,
-                heads first.
-            cache_update_index: int or scalar int tensor, the position of
-                the first new token.
-            cross_attention_cache: tuple `(keys, values)` of `(B, N, S, H)`
-                from `_cross_attention_key_value`; `None` in a decoder-only
-                block.
-            encoder_padding_mask: optional boolean tensor `(B, S)`.
-
-        Returns:
-            `(outputs, self_attention_cache)`: `(B, T, F)` and the updated
-            `(keys, values)`.
-        """
-        return self._decode(
-            inputs,
-            None,
-            None,
-            None,
-            None,
-            encoder_padding_mask,
-            None,
-            tuple(self_attention_cache),
-            cache_update_index,
-            (
-                None
-                if cross_attention_cache is None
-                else tuple(cross_attention_cache)
-            ),
-            True,
-            False,
-            False,
-        )
-
-    def _cross_attention_key_value(self, encoder_outputs):
-        """`compute_cross_attention_cache` as a heads-first `(keys, values)`
-        pair of `(B, N, S, H)`, for `_decode_step`."""
-        return self.cross_attention._heads_first_key_value(encoder_outputs)
 
     def compute_cross_attention_cache(self, encoder_outputs):
         """Projects `encoder_outputs` `(B, S, F)` once into keys and values.
@@ -519,10 +574,15 @@ class TransformerDecoderBlock(TransformerBlockBase):
         self_attention_cache=None,
         cache_update_index=None,
         cross_attention_cache=None,
+        self_attention_cache_update_index=None,
+        cross_attention_cache_update_index=None,
         use_causal_mask=True,
         return_attention_scores=False,
         training=None,
     ):
+        cache_update_index = _one_index(
+            cache_update_index, self_attention_cache_update_index
+        )
         self._check_call(
             inputs,
             encoder_outputs,
@@ -533,6 +593,7 @@ class TransformerDecoderBlock(TransformerBlockBase):
             self_attention_cache,
             cache_update_index,
             cross_attention_cache,
+            cross_attention_cache_update_index,
         )
         dtype = self.compute_dtype
         batch, length = inputs.shape[0], inputs.shape[1]
@@ -540,7 +601,7 @@ class TransformerDecoderBlock(TransformerBlockBase):
         if return_attention_scores:
             keys = length
             if self_attention_cache is not None:
-                keys = self_attention_cache.shape[2]
+                keys = cache_batch_and_length(self_attention_cache)[1]
             outputs += (
                 keras.KerasTensor(
                     (batch, self.num_heads, length, keys), dtype=dtype
@@ -548,7 +609,7 @@ class TransformerDecoderBlock(TransformerBlockBase):
             )
             if self.cross_attention is not None:
                 if cross_attention_cache is not None:
-                    sources = cross_attention_cache.shape[2]
+                    sources = cache_batch_and_length(cross_attention_cache)[1]
                 else:
                     sources = encoder_outputs.shape[1]
                 outputs += (
@@ -556,17 +617,24 @@ class TransformerDecoderBlock(TransformerBlockBase):
                         (batch, self.num_heads, length, sources), dtype=dtype
                     ),
                 )
-        if self_attention_cache is not None:
-            outputs += (
-                keras.KerasTensor(
-                    self_attention_cache.shape,
-                    dtype=self_attention_cache.dtype,
-                ),
-            )
+        caches = [self_attention_cache]
+        if (
+            self_attention_cache_update_index is not None
+            and self.cross_attention is not None
+        ):
+            caches.append(cross_attention_cache)
+        for cache in caches:
+            if cache is not None:
+                outputs += (
+                    keras.tree.map_structure(
+                        lambda x: keras.KerasTensor(x.shape, dtype=x.dtype),
+                        cache,
+                    ),
+                )
         return outputs[0] if len(outputs) == 1 else outputs
 
 
-def _cache_masks(padding_mask, implicit_mask, cache, index, length):
+def _cache_masks(padding_mask, implicit_mask, cache_length, index, length):
     """Query mask `(B, T)` and key mask `(B, L)` with a self-attention cache.
 
     `padding_mask` `(B, L)` marks the real cache slots; the new tokens sit
@@ -577,7 +645,7 @@ def _cache_masks(padding_mask, implicit_mask, cache, index, length):
         return None, None
     if padding_mask is None:
         batch = ops.shape(implicit_mask)[0]
-        padding_mask = ops.ones((batch, ops.shape(cache)[2]), "bool")
+        padding_mask = ops.ones((batch, cache_length), "bool")
     padding_mask = ops.cast(padding_mask, "bool")
     batch = ops.shape(padding_mask)[0]
     query_mask = ops.slice(padding_mask, [0, index], [batch, length])
@@ -587,14 +655,23 @@ def _cache_masks(padding_mask, implicit_mask, cache, index, length):
     return query_mask, ops.slice_update(padding_mask, [0, index], query_mask)
 
 
-def _unpack(result, cache, return_attention_scores, scores):
-    """Splits a MultiHeadAttention result into (output, cache, scores)."""
-    if not isinstance(result, (tuple, list)):
-        return result, cache, scores
-    result = list(result)
-    output = result.pop(0)
-    if return_attention_scores:
-        scores = scores + (result.pop(0),)
-    if cache is not None:
-        cache = result.pop(0)
-    return output, cache, scores
+def _split(result):
+    """An attention result -> `(output, the rest as a tuple)`."""
+    if isinstance(result, (tuple, list)):
+        return result[0], tuple(result[1:])
+    return result, ()
+
+
+def _one_index(cache_update_index, self_attention_cache_update_index):
+    """`cache_update_index`, given under our name or keras-hub's."""
+    if self_attention_cache_update_index is None:
+        return cache_update_index
+    if cache_update_index is not None:
+        raise ValueError(
+            "Give `cache_update_index` or keras-hub's name for it, "
+            "`self_attention_cache_update_index`, not both. Received: "
+            f"cache_update_index={cache_update_index}, "
+            "self_attention_cache_update_index="
+            f"{self_attention_cache_update_index}"
+        )
+    return self_attention_cache_update_index

@@ -155,7 +155,10 @@ class Transformer(TransformerModelBase):
         )
 
     def initial_cache(self, encoder_outputs, max_length):
-        """Caches for `decode_step`.
+        """The caches `decode_step` starts from.
+
+        Each is a tuple of one heads-first `(keys, values)` pair per
+        decoder block, the layout of `keras_attention.ops.key_value_cache`.
 
         Args:
             encoder_outputs: `(B, S, F)` from `encode`.
@@ -163,34 +166,16 @@ class Transformer(TransformerModelBase):
                 cache holds.
 
         Returns:
-            `(self_attention_cache, cross_attention_cache)`: zeros of shape
-            `(B, num_layers, 2, max_length, N, H)` and the projected encoder
-            outputs, `(B, num_layers, 2, S, N, H)`.
+            `(self_attention_cache, cross_attention_cache)`: pairs of zeros
+            `(B, N, max_length, H)`, and of the projected encoder outputs
+            `(B, N, S, H)`.
         """
-        self_caches, cross_caches = self._initial_layer_caches(
-            encoder_outputs, max_length
-        )
-        return (
-            transformer_base.stack_cache(self_caches),
-            transformer_base.stack_cache(cross_caches),
-        )
-
-    def _initial_layer_caches(self, encoder_outputs, max_length):
-        """`initial_cache` with one heads-first `(keys, values)` pair of
-        `(B, N, L, H)` (self-attention) and `(B, N, S, H)` (cross-attention)
-        per layer, the layout of `_decode_layer_step` and of the decoding
-        searches."""
-        batch = ops.shape(encoder_outputs)[0]
-        head_width = self.hidden_dim // self.num_heads
         cross = tuple(
-            block._cross_attention_key_value(encoder_outputs)
+            block.cross_attention.compute_key_value_cache(encoder_outputs)
             for block in self.decoder_blocks
         )
-        shape = (batch, self.num_heads, max_length, head_width)
-        dtype = cross[0][0].dtype
-        empty = tuple(
-            (ops.zeros(shape, dtype=dtype), ops.zeros(shape, dtype=dtype))
-            for _ in self.decoder_blocks
+        empty = transformer_base.empty_self_attention_cache(
+            self, ops.shape(encoder_outputs)[0], max_length, cross[0][0].dtype
         )
         return empty, cross
 
@@ -201,19 +186,43 @@ class Transformer(TransformerModelBase):
         self_attention_cache,
         cross_attention_cache,
         encoder_padding_mask,
+        output_kernel=None,
     ):
-        """Decodes the tokens at position `index` with the caches.
+        """Decodes the tokens at positions `index, index + 1, ...` with the
+        caches: one step of incremental decoding.
+
+        Gives the logits `decode` gives at those positions
+        (`tests/models/transformer_test.py`).
 
         Args:
-            token_ids: int tensor `(B, 1)`, the tokens at position `index`.
-            index: int or scalar int tensor.
-            self_attention_cache: `(B, num_layers, 2, L, N, H)`.
-            cross_attention_cache: `(B, num_layers, 2, S, N, H)`.
-            encoder_padding_mask: boolean `(B, S)`.
+            token_ids: int tensor `(B, T)`, usually `T = 1`.
+            index: int or scalar int tensor, the position of the first one.
+            self_attention_cache: from `initial_cache` or the previous step
+                (keras-hub's stacked `(B, num_layers, 2, L, N, H)` is
+                accepted too and returned stacked).
+            cross_attention_cache: from `initial_cache`.
+            encoder_padding_mask: boolean `(B, S)` from `encode`.
+            output_kernel: optional `(F, V)`, the transposed token
+                embeddings computed once before the loop
+                (`keras_attention.models.transformer_base.output_kernel`);
+                the same logits, a faster product on tensorflow.
 
         Returns:
-            `(logits, self_attention_cache)`: logits `(B, 1, V)` for the next
-            token and the updated cache.
+            `(logits, self_attention_cache)`: logits `(B, T, V)` for the
+            next tokens and the updated cache.
+
+        Example:
+
+        ```python
+        encoder_outputs, mask = model.encode(source_ids)
+        self_cache, cross_cache = model.initial_cache(encoder_outputs, 50)
+        token = keras.ops.full((batch_size, 1), start_id)
+        for t in range(50):
+            logits, self_cache = model.decode_step(
+                token, t, self_cache, cross_cache, mask
+            )
+            token = keras.ops.argmax(logits, axis=-1)
+        ```
         """
         return transformer_base.decode_cached(
             self,
@@ -221,27 +230,6 @@ class Transformer(TransformerModelBase):
             index,
             self_attention_cache,
             cross_attention_cache,
-            encoder_padding_mask,
-        )
-
-    def _decode_layer_step(
-        self,
-        token_ids,
-        index,
-        self_attention_caches,
-        cross_attention_caches,
-        encoder_padding_mask,
-        output_kernel=None,
-    ):
-        """`decode_step` on the caches of `_initial_layer_caches`, with
-        the output projection `transformer_base.output_kernel(self)` when
-        given."""
-        return transformer_base.decode_layer_caches(
-            self,
-            token_ids,
-            index,
-            self_attention_caches,
-            cross_attention_caches,
             encoder_padding_mask,
             output_kernel,
         )

@@ -14,6 +14,10 @@ from keras import ops
 from keras_attention.layers.token_and_position_embedding import (
     TokenAndPositionEmbedding,
 )
+from keras_attention.ops import empty_cache
+from keras_attention.ops import from_stacked_cache
+from keras_attention.ops import to_stacked_cache
+from keras_attention.ops.key_value_cache import is_stacked_cache
 from keras_attention.utils.seeds import sub_seed
 from keras_attention.utils.validation import check_choice
 from keras_attention.utils.validation import check_positive_int
@@ -226,65 +230,28 @@ def decode_cached(
     self_attention_cache,
     cross_attention_cache=None,
     encoder_padding_mask=None,
+    output_kernel=None,
 ):
-    """Runs the decoder blocks of `model` on new tokens with their caches.
+    """Runs the decoder blocks of `model` on new tokens with their caches:
+    the work of the models' `decode_step`.
 
-    The caches in the public, stacked layout; `decode_layer_caches` does
-    the work on one `(keys, values)` pair per layer.
+    The caches are tuples of one heads-first `(keys, values)` pair per
+    layer (`keras_attention.ops.key_value_cache`): a step writes the new
+    tokens' keys and values into each layer's pair, nothing copies the
+    whole cache to stack or slice it, and one query attends through batched
+    matrix products on the pairs. keras-hub's stacked `(B, num_layers, 2,
+    L, N, H)` tensors are accepted too and converted at the boundary; the
+    self-attention cache comes back in the layout it came in.
 
     Args:
         model: a model with `token_embedding`, `decoder_blocks` and
             `decoder_norm`.
         token_ids: int tensor `(B, T)`, the tokens at positions `index, ...`.
         index: int or scalar int tensor.
-        self_attention_cache: `(B, num_layers, 2, L, N, H)`.
-        cross_attention_cache: `(B, num_layers, 2, S, N, H)`, or `None`
-            for decoder-only blocks.
-        encoder_padding_mask: boolean `(B, S)`, or `None`.
-
-    Returns:
-        `(logits, self_attention_cache)`: logits `(B, T, V)` and the
-        updated cache.
-    """
-    if cross_attention_cache is not None:
-        cross_attention_cache = split_cache(cross_attention_cache)
-    logits, caches = decode_layer_caches(
-        model,
-        token_ids,
-        index,
-        split_cache(self_attention_cache),
-        cross_attention_cache,
-        encoder_padding_mask,
-    )
-    return logits, stack_cache(caches)
-
-
-def decode_layer_caches(
-    model,
-    token_ids,
-    index,
-    self_attention_caches,
-    cross_attention_caches=None,
-    encoder_padding_mask=None,
-    output_kernel=None,
-):
-    """`decode_cached` with one heads-first `(keys, values)` pair per layer.
-
-    This is the layout the decoding searches carry from step to step: a
-    step writes the new tokens' keys and values into each layer's pair,
-    nothing copies the whole cache to stack or slice it, and one query
-    attends through batched matrix products on the heads-first pairs
-    (`ops.single_query_attention(..., heads_first=True)`).
-
-    Args:
-        model: as for `decode_cached`.
-        token_ids: int tensor `(B, T)`, the tokens at positions `index, ...`.
-        index: int or scalar int tensor.
-        self_attention_caches: tuple of `num_layers` pairs `(keys, values)`,
-            each `(B, N, L, H)` (heads first, `split_cache`).
-        cross_attention_caches: tuple of `num_layers` pairs `(keys,
-            values)`, each `(B, N, S, H)`, or `None` for decoder-only
-            blocks.
+        self_attention_cache: tuple of `num_layers` pairs, each `(B, N, L,
+            H)`, or a stacked `(B, num_layers, 2, L, N, H)`.
+        cross_attention_cache: the same with `S` source positions, or
+            `None` for decoder-only blocks.
         encoder_padding_mask: boolean `(B, S)`, or `None`.
         output_kernel: the tied output projection `(F, V)` from
             `output_kernel(model)`, computed once before a decoding loop;
@@ -292,20 +259,25 @@ def decode_layer_caches(
             logits).
 
     Returns:
-        `(logits, self_attention_caches)`: logits `(B, T, V)` and the
-        updated pairs.
+        `(logits, self_attention_cache)`: logits `(B, T, V)` and the
+        updated cache.
     """
+    stacked = is_stacked_cache(self_attention_cache)
+    if stacked:
+        self_attention_cache = from_stacked_cache(self_attention_cache)
+    if is_stacked_cache(cross_attention_cache):
+        cross_attention_cache = from_stacked_cache(cross_attention_cache)
     x = model.token_embedding(token_ids, start_index=index)
-    if cross_attention_caches is None:
-        cross_attention_caches = (None,) * len(model.decoder_blocks)
+    if cross_attention_cache is None:
+        cross_attention_cache = (None,) * len(model.decoder_blocks)
     caches = []
     for block, cache, cross in zip(
-        model.decoder_blocks, self_attention_caches, cross_attention_caches
+        model.decoder_blocks, self_attention_cache, cross_attention_cache
     ):
-        x, cache = block._decode_step(
+        x, cache = block.decode_step(
             x,
-            cache,
-            index,
+            self_attention_cache=cache,
+            cache_update_index=index,
             cross_attention_cache=cross,
             encoder_padding_mask=encoder_padding_mask,
         )
@@ -316,12 +288,24 @@ def decode_layer_caches(
         logits = model.token_embedding(x, reverse=True)
     else:
         logits = ops.matmul(x, ops.cast(output_kernel, x.dtype))
-    return logits, tuple(caches)
+    caches = tuple(caches)
+    return logits, to_stacked_cache(caches) if stacked else caches
+
+
+def empty_self_attention_cache(model, batch_size, max_length, dtype):
+    """One empty heads-first pair `(B, N, L, H)` per decoder block."""
+    head_width = model.hidden_dim // model.num_heads
+    return tuple(
+        empty_cache(
+            batch_size, model.num_heads, max_length, head_width, dtype=dtype
+        )
+        for _ in model.decoder_blocks
+    )
 
 
 def output_kernel(model):
     """The transposed token embeddings `(F, V)`, the tied output projection
-    of `model`, for `decode_layer_caches`.
+    of `model`, for `decode_step(..., output_kernel=...)`.
 
     The reverse call of `TokenAndPositionEmbedding` multiplies by the
     transposed embedding matrix at every call; inside a decoding loop
@@ -333,27 +317,6 @@ def output_kernel(model):
     """
     embeddings = model.token_embedding.token_embedding.embeddings
     return ops.transpose(ops.cast(embeddings, model.compute_dtype))
-
-
-def split_cache(cache):
-    """`(B, num_layers, 2, L, N, H)` -> one heads-first `(keys, values)`
-    pair of `(B, N, L, H)` per layer."""
-    return tuple(
-        (ops.swapaxes(cache[:, i, 0], 1, 2), ops.swapaxes(cache[:, i, 1], 1, 2))
-        for i in range(ops.shape(cache)[1])
-    )
-
-
-def stack_cache(caches):
-    """One heads-first `(keys, values)` pair per layer -> `(B, num_layers,
-    2, L, N, H)`; the inverse of `split_cache`."""
-    return ops.stack(
-        [
-            ops.stack([ops.swapaxes(part, 1, 2) for part in pair], axis=1)
-            for pair in caches
-        ],
-        axis=1,
-    )
 
 
 def _check_arguments(arguments):

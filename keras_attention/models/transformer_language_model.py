@@ -122,60 +122,65 @@ class TransformerLanguageModel(TransformerModelBase):
         return _forward(self, token_ids, False)
 
     def initial_cache(self, batch_size, max_length):
-        """An empty self-attention cache for `decode_step`.
+        """The empty self-attention cache `decode_step` starts from.
 
         Args:
             batch_size: int. Number of sequences decoded together.
             max_length: int. Number of positions the cache holds.
 
         Returns:
-            Zeros of shape `(B, num_layers, 2, max_length, N, H)`.
+            A tuple of one heads-first `(keys, values)` pair of zeros `(B,
+            N, max_length, H)` per decoder block, the layout of
+            `keras_attention.ops.key_value_cache`.
         """
-        return transformer_base.stack_cache(
-            self._initial_layer_caches(batch_size, max_length)
+        return transformer_base.empty_self_attention_cache(
+            self, batch_size, max_length, self.compute_dtype
         )
 
-    def _initial_layer_caches(self, batch_size, max_length):
-        """`initial_cache` as one heads-first `(keys, values)` pair of `(B,
-        N, L, H)` per layer, the layout of `_decode_layer_step` and of the
-        decoding searches."""
-        head_width = self.hidden_dim // self.num_heads
-        shape = (batch_size, self.num_heads, max_length, head_width)
-        return tuple(
-            (
-                ops.zeros(shape, dtype=self.compute_dtype),
-                ops.zeros(shape, dtype=self.compute_dtype),
-            )
-            for _ in self.decoder_blocks
-        )
+    def decode_step(
+        self, token_ids, index, self_attention_cache, output_kernel=None
+    ):
+        """Decodes the tokens at positions `index, index + 1, ...` with the
+        cache: one step of incremental decoding, or, with all the prompt's
+        tokens at once, its prefill.
 
-    def decode_step(self, token_ids, index, self_attention_cache):
-        """Decodes the tokens at positions `index, index + 1, ...`.
+        Gives the logits `decode` gives at those positions
+        (`tests/models/transformer_language_model_test.py`).
 
         Args:
-            token_ids: int tensor `(B, T)`, usually `T = 1`.
+            token_ids: int tensor `(B, T)`.
             index: int or scalar int tensor, the position of the first one.
-            self_attention_cache: `(B, num_layers, 2, L, N, H)`.
+            self_attention_cache: from `initial_cache` or the previous step
+                (keras-hub's stacked `(B, num_layers, 2, L, N, H)` is
+                accepted too and returned stacked).
+            output_kernel: optional `(F, V)`, the transposed token
+                embeddings computed once before the loop
+                (`keras_attention.models.transformer_base.output_kernel`);
+                the same logits, a faster product on tensorflow.
 
         Returns:
             `(logits, self_attention_cache)`: logits `(B, T, V)` for the
             next tokens and the updated cache.
+
+        Example:
+
+        >>> from keras import ops
+        >>> model = TransformerLanguageModel(vocabulary_size=50, num_layers=1,
+        ...                                  hidden_dim=16, num_heads=2,
+        ...                                  intermediate_dim=32)
+        >>> cache = model.initial_cache(batch_size=2, max_length=8)
+        >>> prompt = ops.convert_to_tensor([[3, 4, 5], [6, 7, 8]], "int32")
+        >>> logits, cache = model.decode_step(prompt, 0, cache)  # prefill
+        >>> token = ops.cast(ops.argmax(logits[:, -1:], axis=-1), "int32")
+        >>> logits, cache = model.decode_step(token, 3, cache)
+        >>> ops.shape(logits)
+        (2, 1, 50)
         """
         return transformer_base.decode_cached(
-            self, token_ids, index, self_attention_cache
-        )
-
-    def _decode_layer_step(
-        self, token_ids, index, self_attention_caches, output_kernel=None
-    ):
-        """`decode_step` on the caches of `_initial_layer_caches`, with
-        the output projection `transformer_base.output_kernel(self)` when
-        given."""
-        return transformer_base.decode_layer_caches(
             self,
             token_ids,
             index,
-            self_attention_caches,
+            self_attention_cache,
             output_kernel=output_kernel,
         )
 

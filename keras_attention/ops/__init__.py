@@ -1,12 +1,18 @@
 """Pure functions on `keras.ops`: masks, masked softmax, attention maths.
 
 Layers hold weights and call these; nothing here creates variables.
+`ops.key_value_cache` holds the one layout of the decoding caches.
 `replica_sum` and `scale_for_replicas` are the two sums over the replicas
 of a `tf.distribute` step that hand-written loss terms need.
 """
 
 from keras_attention.ops.attention import scaled_dot_product_attention
 from keras_attention.ops.attention import single_query_attention
+from keras_attention.ops.key_value_cache import empty_cache
+from keras_attention.ops.key_value_cache import from_stacked_cache
+from keras_attention.ops.key_value_cache import reorder_cache
+from keras_attention.ops.key_value_cache import to_stacked_cache
+from keras_attention.ops.key_value_cache import update_cache
 from keras_attention.ops.masking import causal_mask
 from keras_attention.ops.masking import large_negative
 from keras_attention.ops.masking import local_mask
@@ -25,6 +31,8 @@ from keras_attention.ops.replicas import scale_for_replicas
 __all__ = [
     "causal_mask",
     "directional_mask",
+    "empty_cache",
+    "from_stacked_cache",
     "large_negative",
     "local_mask",
     "masked_mean",
@@ -33,10 +41,13 @@ __all__ = [
     "merge_masks",
     "multi_dimensional_attention",
     "pairwise_mask",
+    "reorder_cache",
     "replica_sum",
     "scale_for_replicas",
     "scaled_dot_product_attention",
     "single_query_attention",
     "sinusoidal_encoding",
     "sinusoidal_positions",
+    "to_stacked_cache",
+    "update_cache",
 ]

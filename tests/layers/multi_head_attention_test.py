@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 from keras import ops
 
+import keras_attention
 from keras_attention import layers
 from keras_attention.testing import LayerTestCase
 
@@ -227,6 +228,114 @@ def test_cross_attention_cache_matches_uncached():
     actual, same_cache = layer(query, memory, value_mask=mask, cache=cache)
     np.testing.assert_allclose(to_numpy(actual), expected, atol=1e-6)
     np.testing.assert_array_equal(to_numpy(same_cache), to_numpy(cache))
+
+
+def same_weight_cached_layers():
+    """Our layer and keras-hub's `CachedMultiHeadAttention`, same weights."""
+    import keras_hub
+
+    ours = layers.MultiHeadAttention(num_heads=2, key_dim=4)
+    theirs = keras_hub.layers.CachedMultiHeadAttention(num_heads=2, key_dim=4)
+    ours.build((None, None, 8), (None, None, 8))
+    theirs.build((None, None, 8), (None, None, 8))
+    theirs.set_weights(
+        [w + 0.1 * random(*w.shape) for w in theirs.get_weights()]
+    )
+    ours.set_weights(theirs.get_weights())
+    return ours, theirs
+
+
+def test_stacked_cache_call_equals_keras_hubs_cached_attention():
+    # keras-hub's stacked cache, its causal mask offset by the index; a
+    # prefill of three tokens, then one at a time.
+    ours, theirs = same_weight_cached_layers()
+    x = random(2, 6, 8)
+    ours_cache = theirs_cache = np.zeros((2, 2, 6, 2, 4), "float32")
+    spans = [(0, 3), (3, 4), (4, 5), (5, 6)]
+    for start, end in spans:
+        query = x[:, start:end]
+        causal = np.arange(6)[None, None, :] <= (
+            start + np.arange(end - start)[None, :, None]
+        )
+        expected, theirs_cache = theirs(
+            query,
+            query,
+            attention_mask=np.broadcast_to(causal, (2, end - start, 6)),
+            cache=theirs_cache,
+            cache_update_index=start,
+        )
+        actual, ours_cache = ours(
+            query,
+            query,
+            cache=ours_cache,
+            cache_update_index=start,
+            use_causal_mask=True,
+        )
+        np.testing.assert_allclose(
+            to_numpy(actual), to_numpy(expected), atol=1e-5
+        )
+        np.testing.assert_allclose(
+            to_numpy(ours_cache), to_numpy(theirs_cache), atol=1e-6
+        )
+
+
+def test_call_with_cache_equals_the_stacked_call():
+    # The heads-first pair and keras-hub's stacked layout hold the same
+    # keys and values and give the same outputs and scores.
+    layer = layers.MultiHeadAttention(num_heads=2, key_dim=4)
+    x = random(2, 5, 8)
+    full = to_numpy(layer(x, x, use_causal_mask=True))
+    pair = previous = keras_attention.ops.empty_cache(2, 2, 5, 4)
+    stacked = np.zeros((2, 2, 5, 2, 4), "float32")
+    steps = []
+    for t in range(5):
+        query = x[:, t : t + 1]
+        step, scores, pair = layer.call_with_cache(
+            query, pair, t, use_causal_mask=True, return_attention_scores=True
+        )
+        fast, _ = layer.call_with_cache(
+            query, previous, t, use_causal_mask=True
+        )  # one query without scores: the single-query kernel
+        np.testing.assert_allclose(to_numpy(fast), to_numpy(step), atol=1e-6)
+        previous = pair
+        expected, expected_scores, stacked = layer(
+            query,
+            query,
+            cache=stacked,
+            cache_update_index=t,
+            use_causal_mask=True,
+            return_attention_scores=True,
+        )
+        np.testing.assert_allclose(to_numpy(step), to_numpy(expected), 1e-6)
+        np.testing.assert_allclose(
+            to_numpy(scores), to_numpy(expected_scores), atol=1e-6
+        )
+        steps.append(to_numpy(step))
+    np.testing.assert_allclose(np.concatenate(steps, 1), full, atol=1e-5)
+    np.testing.assert_allclose(
+        to_numpy(keras_attention.ops.to_stacked_cache(pair)),
+        to_numpy(stacked),
+        atol=1e-6,
+    )
+    # Cross-attention: keys and values projected once, heads first.
+    memory, mask = random(2, 6, 8), lengths_mask([6, 4], 6)
+    expected = to_numpy(layer(x, memory, value_mask=mask))
+    cross = layer.compute_key_value_cache(memory)
+    assert tuple(ops.shape(cross[0])) == (2, 2, 6, 4)
+    actual, _ = layer.call_with_cache(x, cross, value_mask=mask)
+    np.testing.assert_allclose(to_numpy(actual), expected, atol=1e-5)
+
+
+def test_call_with_cache_errors_name_the_argument():
+    layer = layers.MultiHeadAttention(num_heads=2, key_dim=4)
+    x = random(2, 1, 8)
+    with pytest.raises(ValueError, match="Build the MultiHeadAttention"):
+        layer.call_with_cache(x, keras_attention.ops.empty_cache(2, 2, 3, 4))
+    layer(x, x)
+    with pytest.raises(ValueError, match="Received: cache="):
+        layer.call_with_cache(x, np.zeros((2, 2, 3, 2, 4), "float32"))
+    with pytest.raises(ValueError, match=r"cache\[0\] with shape"):
+        layer.call_with_cache(x, keras_attention.ops.empty_cache(2, 3, 3, 4))
 
 
 def test_causal_mask_kept_with_scores_and_dropout():

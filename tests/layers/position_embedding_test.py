@@ -207,3 +207,12 @@ def test_rank_2_inputs_name_the_argument():
 def test_bad_sequence_length(value):
     with pytest.raises(ValueError, match=f"Received: sequence_length={value}"):
         layers.PositionEmbedding(sequence_length=value)
+
+
+def test_table_is_readable_under_keras_hubs_attribute_name():
+    ours, theirs = same_table_layers(8, 4)
+    np.testing.assert_array_equal(
+        numpy_of(ours.position_embeddings),
+        numpy_of(theirs.position_embeddings),
+    )
+    assert ours.position_embeddings is ours.embeddings

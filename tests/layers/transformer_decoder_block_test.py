@@ -9,6 +9,7 @@ from references import numpy_feedforward
 from references import numpy_residual
 from references import to_numpy
 
+import keras_attention
 from keras_attention import layers
 from keras_attention.testing import LayerTestCase
 from keras_attention.utils.masks import keras_mask
@@ -547,3 +548,117 @@ def test_keras_hub_weights_give_equal_outputs(norm_first, with_encoder):
     np.testing.assert_allclose(
         to_numpy(actual)[mask], to_numpy(expected)[mask], atol=1e-5
     )
+
+
+def same_weight_decoders(norm_first, with_encoder):
+    """keras-hub's `TransformerDecoder` and ours, holding the same weights."""
+    theirs = keras_hub.layers.TransformerDecoder(
+        intermediate_dim=16,
+        num_heads=2,
+        normalize_first=norm_first,
+        layer_norm_epsilon=1e-6,
+    )
+    ours = block(intermediate_dim=16, norm_first=norm_first)
+    shapes = [(None, 5, 8)] + ([(None, 4, 8)] if with_encoder else [])
+    theirs.build(*shapes)
+    ours.build(*shapes)
+    theirs.set_weights(
+        [w + 0.1 * random(*w.shape) for w in theirs.get_weights()]
+    )
+    ours.set_weights(theirs.get_weights())
+    return ours, theirs
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("with_encoder", [False, True])
+def test_keras_hub_cache_arguments_give_keras_hubs_outputs(
+    norm_first, with_encoder
+):
+    # A keras-hub decoding loop, word for word, on both blocks: the first
+    # step fills the cross-attention cache (`cross_attention_cache_update_
+    # index=0`), the later ones reuse it (`None`).
+    ours, theirs = same_weight_decoders(norm_first, with_encoder)
+    assert ours.normalize_first == theirs.normalize_first == norm_first
+    x, memory = random(2, 5, 8), random(2, 4, 8)
+    caches = {}
+    for name in ("ours", "theirs"):
+        caches[name] = {"self_attention_cache": np.zeros((2, 2, 5, 2, 4))}
+        if with_encoder:
+            caches[name]["cross_attention_cache"] = np.zeros((2, 2, 4, 2, 4))
+    args = (memory,) if with_encoder else ()
+    for t in range(5):
+        results = {}
+        for name, layer in (("ours", ours), ("theirs", theirs)):
+            kwargs = dict(caches[name], self_attention_cache_update_index=t)
+            if with_encoder:
+                kwargs["cross_attention_cache_update_index"] = (
+                    0 if t == 0 else None
+                )
+            result = layer(x[:, t : t + 1], *args, **kwargs)
+            assert len(result) == (3 if with_encoder else 2)
+            results[name] = result
+            caches[name]["self_attention_cache"] = result[1]
+            if with_encoder:
+                caches[name]["cross_attention_cache"] = result[2]
+        for actual, expected in zip(results["ours"], results["theirs"]):
+            np.testing.assert_allclose(
+                to_numpy(actual), to_numpy(expected), atol=1e-5
+            )
+
+
+@pytest.mark.parametrize("with_encoder", [False, True])
+def test_decode_step_equals_the_cached_call(with_encoder):
+    # The named-argument step on heads-first pairs against the call on
+    # stacked caches, with a padded source.
+    layer = block(intermediate_dim=8)
+    x, memory = random(2, 5, 8), random(2, 6, 8)
+    memory_mask = lengths_mask([6, 3], 6) if with_encoder else None
+    layer(x, memory) if with_encoder else layer(x)
+    stacked = np.zeros((2, 2, 5, 2, 4), "float32")
+    pair = keras_attention.ops.empty_cache(2, 2, 5, 4)
+    kwargs, step_kwargs = {}, {}
+    if with_encoder:
+        kwargs = dict(
+            encoder_padding_mask=memory_mask,
+            cross_attention_cache=layer.compute_cross_attention_cache(memory),
+        )
+        step_kwargs = dict(
+            encoder_padding_mask=memory_mask,
+            cross_attention_cache=(
+                layer.cross_attention.compute_key_value_cache(memory)
+            ),
+        )
+    for t in range(5):
+        expected, stacked = layer(
+            x[:, t : t + 1],
+            self_attention_cache=stacked,
+            cache_update_index=t,
+            **kwargs,
+        )
+        actual, pair = layer.decode_step(
+            x[:, t : t + 1],
+            self_attention_cache=pair,
+            cache_update_index=t,
+            **step_kwargs,
+        )
+        np.testing.assert_allclose(
+            to_numpy(actual), to_numpy(expected), atol=1e-5
+        )
+    np.testing.assert_allclose(
+        to_numpy(keras_attention.ops.to_stacked_cache(pair)),
+        to_numpy(stacked),
+        atol=1e-6,
+    )
+
+
+def test_both_index_names_at_once_is_a_clear_error():
+    layer = block()
+    x = random(1, 1, 8)
+    layer(x)
+    with pytest.raises(ValueError, match="not both"):
+        layer(
+            x,
+            self_attention_cache=np.zeros((1, 2, 3, 2, 4), "float32"),
+            cache_update_index=0,
+            self_attention_cache_update_index=0,
+        )

@@ -1,12 +1,12 @@
 import os
 import tempfile
 
-import helpers
 import keras
 import numpy as np
 import pytest
 from keras import ops
 
+import keras_attention
 from keras_attention import decoding
 from keras_attention.models import TransformerLanguageModel
 from keras_attention.models import transformer_base
@@ -87,7 +87,8 @@ def test_decode_step_with_cache_equals_full_decoding(norm_first):
     full = to_numpy(model.decode(ids))
     np.testing.assert_allclose(full, to_numpy(model(ids)), atol=1e-6)
     cache = model.initial_cache(2, 5)
-    assert tuple(ops.shape(cache)) == (2, 2, 2, 5, 2, 4)
+    assert len(cache) == 2  # one (keys, values) pair per layer
+    assert tuple(ops.shape(cache[0][0])) == (2, 2, 5, 4)  # (B, N, L, H)
     steps = []
     for t in range(5):
         logits, cache = model.decode_step(ids[:, t : t + 1], t, cache)
@@ -101,39 +102,38 @@ def test_decode_step_with_cache_equals_full_decoding(norm_first):
     np.testing.assert_allclose(to_numpy(rest), full[:, 3:4], atol=1e-5)
 
 
-def test_layer_caches_of_the_searches_equal_the_public_cache():
-    # The searches' (keys, values) pairs per layer against the stacked
-    # cache: one position at a time, then a prefill of three positions
-    # (several queries, the batched attention path).
+def test_stacked_cache_and_output_kernel_give_the_same_logits():
+    # keras-hub's stacked cache through the same step, one position at a
+    # time, then a prefill of three positions (several queries, the
+    # batched attention path); the output projection transposed once.
     model = tiny()
     ids = np.array([[1, 6, 7, 8, 9], [1, 10, 11, 12, 13]], "int32")
-    stacked = model.initial_cache(2, 5)
-    pairs = model._initial_layer_caches(2, 5)
-    np.testing.assert_array_equal(
-        to_numpy(transformer_base.stack_cache(pairs)), to_numpy(stacked)
-    )
-    # The searches also pass the output projection, transposed once.
+    pairs = model.initial_cache(2, 5)
+    stacked = keras_attention.ops.to_stacked_cache(pairs)
+    assert tuple(ops.shape(stacked)) == (2, 2, 2, 5, 2, 4)
     kernel = transformer_base.output_kernel(model)
     projected = pairs
     for t in range(5):
-        expected, stacked = model.decode_step(ids[:, t : t + 1], t, stacked)
-        actual, pairs = model._decode_layer_step(ids[:, t : t + 1], t, pairs)
+        expected, pairs = model.decode_step(ids[:, t : t + 1], t, pairs)
+        actual, stacked = model.decode_step(ids[:, t : t + 1], t, stacked)
         np.testing.assert_allclose(
             to_numpy(actual), to_numpy(expected), atol=1e-6
         )
-        with_kernel, projected = model._decode_layer_step(
-            ids[:, t : t + 1], t, projected, kernel
+        with_kernel, projected = model.decode_step(
+            ids[:, t : t + 1], t, projected, output_kernel=kernel
         )
         np.testing.assert_allclose(
             to_numpy(with_kernel), to_numpy(expected), atol=1e-5
         )
-    helpers.assert_layer_caches_equal_stacked(pairs, stacked)
-    helpers.assert_layer_caches_equal_stacked(projected, stacked)
-    full = to_numpy(model.decode(ids))
-    first, pairs = model._decode_layer_step(
-        ids[:, :3], 0, model._initial_layer_caches(2, 5)
+    np.testing.assert_allclose(
+        to_numpy(keras_attention.ops.to_stacked_cache(pairs)),
+        to_numpy(stacked),
+        atol=1e-6,
     )
-    rest, pairs = model._decode_layer_step(ids[:, 3:4], 3, pairs)
+    full = to_numpy(model.decode(ids))
+    stacked = keras_attention.ops.to_stacked_cache(model.initial_cache(2, 5))
+    first, stacked = model.decode_step(ids[:, :3], 0, stacked)
+    rest, stacked = model.decode_step(ids[:, 3:4], 3, stacked)
     np.testing.assert_allclose(to_numpy(first), full[:, :3], atol=1e-5)
     np.testing.assert_allclose(to_numpy(rest), full[:, 3:4], atol=1e-5)
 

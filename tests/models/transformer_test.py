@@ -1,12 +1,12 @@
 import os
 import tempfile
 
-import helpers
 import keras
 import numpy as np
 import pytest
 from keras import ops
 
+import keras_attention
 from keras_attention.models import Transformer
 from keras_attention.models import transformer_base
 from keras_attention.models.transformer_base import PRESETS
@@ -114,45 +114,53 @@ def test_decode_step_with_caches_equals_full_decoder():
     np.testing.assert_allclose(np.concatenate(steps, 1), full, atol=1e-5)
 
 
-def test_layer_caches_of_the_searches_equal_the_public_caches():
-    # The searches decode with one (keys, values) pair per layer; the
-    # public methods with stacked caches. Both give the same logits and
-    # caches, here with a padded source.
+def test_stacked_caches_and_output_kernel_give_the_same_logits():
+    # The one cache layout is a heads-first (keys, values) pair per layer;
+    # keras-hub's stacked (B, num_layers, 2, L, N, H) goes through the same
+    # step and comes back stacked. The output projection transposed once
+    # gives the same logits. Here with a padded source.
     model = tiny()
     source = np.array([[3, 4, 5, 0], [6, 0, 0, 0]], "int32")
     target = np.array([[1, 6, 7, 8], [1, 9, 10, 11]], "int32")
     encoded, mask = model.encode(source)
-    stacked, cross = model.initial_cache(encoded, 4)
-    pairs, cross_pairs = model._initial_layer_caches(encoded, 4)
-    np.testing.assert_array_equal(
-        to_numpy(transformer_base.stack_cache(cross_pairs)), to_numpy(cross)
+    pairs, cross = model.initial_cache(encoded, 4)
+    heads, width = model.num_heads, model.hidden_dim // model.num_heads
+    assert len(pairs) == len(cross) == model.num_layers
+    assert tuple(ops.shape(pairs[0][0])) == (2, heads, 4, width)
+    assert tuple(ops.shape(cross[0][1])) == (2, heads, 4, width)
+    stacked = keras_attention.ops.to_stacked_cache(pairs)
+    stacked_cross = keras_attention.ops.to_stacked_cache(cross)
+    assert tuple(ops.shape(stacked)) == (
+        2,
+        model.num_layers,
+        2,
+        4,
+        heads,
+        width,
     )
-    # The searches also pass the output projection, transposed once.
     kernel = transformer_base.output_kernel(model)
     assert tuple(ops.shape(kernel)) == (8, 23)
     projected = pairs
     for t in range(4):
         ids = target[:, t : t + 1]
-        expected, stacked = model.decode_step(ids, t, stacked, cross, mask)
-        actual, pairs = model._decode_layer_step(
-            ids, t, pairs, cross_pairs, mask
+        expected, pairs = model.decode_step(ids, t, pairs, cross, mask)
+        actual, stacked = model.decode_step(
+            ids, t, stacked, stacked_cross, mask
         )
         np.testing.assert_allclose(
             to_numpy(actual), to_numpy(expected), atol=1e-6
         )
-        with_kernel, projected = model._decode_layer_step(
-            ids, t, projected, cross_pairs, mask, kernel
+        with_kernel, projected = model.decode_step(
+            ids, t, projected, cross, mask, output_kernel=kernel
         )
         np.testing.assert_allclose(
             to_numpy(with_kernel), to_numpy(expected), atol=1e-5
         )
-    helpers.assert_layer_caches_equal_stacked(pairs, stacked)
-    helpers.assert_layer_caches_equal_stacked(projected, stacked)
-    # The pairs are kept heads first: (B, N, L, H) against the public
-    # (B, num_layers, 2, L, N, H).
-    heads, width = model.num_heads, model.hidden_dim // model.num_heads
-    assert tuple(ops.shape(pairs[0][0])) == (2, heads, 4, width)
-    assert tuple(ops.shape(cross_pairs[0][1])) == (2, heads, 4, width)
+    np.testing.assert_allclose(
+        to_numpy(keras_attention.ops.to_stacked_cache(pairs)),
+        to_numpy(stacked),
+        atol=1e-6,
+    )
     np.testing.assert_array_equal(
         to_numpy(pairs[-1][1]),
         np.swapaxes(to_numpy(stacked)[:, -1, 1], 1, 2),
