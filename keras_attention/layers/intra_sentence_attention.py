@@ -162,8 +162,11 @@ class IntraSentenceAttention(keras.layers.Layer):
             training,
         )  # (B, T, H)
         scores = attention_logits("bih,bjh->bij", f, f)  # (B, T, T)
-        bias = ops.take(self.distance_bias, self._buckets(ops.shape(f)[1]))
-        scores = scores + ops.cast(bias, scores.dtype)[None]
+        # A row lookup in a (2D + 2, 1) table: the torch ONNX exporter has
+        # no `ravel`, which torch's `take` of a 1-D table uses.
+        table = ops.expand_dims(self.distance_bias, -1)
+        bias = ops.take(table, self._buckets(ops.shape(f)[1]), axis=0)
+        scores = scores + ops.cast(bias[..., 0], scores.dtype)[None]
         weights = masked_softmax(scores, pairwise_mask(mask, mask), axis=2)
         weights = ops.cast(weights, self.compute_dtype)
         attended = ops.einsum("bij,bjf->bif", weights, inputs)  # (B, T, F)
@@ -174,7 +177,9 @@ class IntraSentenceAttention(keras.layers.Layer):
 
     def _buckets(self, length):
         """Bias index `(T, T)` of each pair `(i, j)`."""
-        positions = ops.arange(length, dtype="int32")
+        # 0..T-1 as a running count: jax2onnx cannot trace `arange` of an
+        # unknown length.
+        positions = ops.cumsum(ops.ones((length,), "int32")) - 1
         distance = positions[:, None] - positions[None, :]  # i - j
         beyond = 2 * self.max_distance + 1
         return ops.where(

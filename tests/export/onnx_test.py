@@ -18,8 +18,6 @@ forward = helpers.load_script("tests/export/forward_models.py")
 JAX_ARANGE = "Error interpreting argument to jax.numpy.arange"
 TORCH_SORT = "ONNX export of operator Sort, Out parameter is not supported"
 KNOWN_ERRORS = {
-    ("intra_attention", "jax"): JAX_ARANGE,
-    ("intra_attention", "torch"): "Exporting the operator 'aten::ravel'",
     ("transformer_encoder", "jax"): JAX_ARANGE,
     ("transformer_encoder", "torch"): "because it is not constant",
     ("resan_classifier", "jax"): JAX_ARANGE,
