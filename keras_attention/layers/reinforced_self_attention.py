@@ -41,7 +41,7 @@ class ReinforcedSelfAttention(keras.layers.Layer):
     logits[t, s, f] = c * tanh((W1 x_t + W2 x_s + b)[f] / c)
     context[t] = sum_s masked_softmax(logits, allowed)[t, s] * x[s]
     context[t] = mean of the other real tokens, where t is not a head
-    context[t] = 0, where t is a head with no allowed dependent
+    context[t] = 0, where t is a head with no allowed dependent, or padding
     output = fusion_gate(x, context)
     log_prob = head_log_prob + dep_log_prob             # (B,)
     ```
@@ -59,10 +59,10 @@ class ReinforcedSelfAttention(keras.layers.Layer):
     do not change the outputs at real tokens (with `capacity`, as long as
     no selection is dropped). With `empty_context="authors"` (the authors'
     released code), an unselected token takes the mean of the other real
-    tokens and a selected head with no allowed dependent (the first head
-    under a forward mask) a zero context; with `"mean"` (release 0.1, and
-    files saved by it) both take the mean of all real tokens. No row is
-    undefined. The output carries the input's Keras mask.
+    tokens, a selected head with no allowed dependent (the first head
+    under a forward mask) and a padded token a zero context; with `"mean"`
+    (release 0.1, and files saved by it) all three take the mean of all
+    real tokens. No row is undefined. The output carries the input's Keras mask.
 
     Training: the selections are discrete, so the samplers get no gradient
     from the output, and they read `stop_gradient(inputs)`, so `log_prob`
@@ -396,9 +396,10 @@ EMPTY_CONTEXTS = ("authors", "mean")
 
 
 def _mean_of_others(inputs, mask):
-    """Mean of the other real tokens at every position `(B, T, F)`.
+    """Mean of the other real tokens at every real position `(B, T, F)`.
 
-    Zeros where a token has no other real token. Summed in float32 for
+    Zeros where a token has no other real token, and at padding (as the
+    authors' code gives padded rows a zero context). Summed in float32 for
     half-precision inputs.
     """
     dtype = keras.backend.standardize_dtype(inputs.dtype)
@@ -408,7 +409,8 @@ def _mean_of_others(inputs, mask):
     total = ops.sum(inputs * weights, axis=1, keepdims=True)  # (B, 1, F)
     count = ops.sum(weights, axis=1, keepdims=True)  # (B, 1, 1)
     others = total - inputs * weights  # (B, T, F)
-    return ops.cast(others / ops.maximum(count - weights, 1.0), dtype)
+    others = weights * others / ops.maximum(count - weights, 1.0)
+    return ops.cast(others, dtype)
 
 
 def _gather_order(selection, slots):

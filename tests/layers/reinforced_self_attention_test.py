@@ -25,9 +25,9 @@ def numpy_reinforced_self_attention(
 
     `rule="authors"` follows the authors' released code (resan/resa.py):
     a selected head with no allowed dependent gets a zero context (its
-    masked softmax is zeroed), and an unselected token the mean over the
-    other real tokens (their pooling mask `t != s`). `rule="mean"`: both
-    get the mean of all real tokens (release 0.1).
+    masked softmax is zeroed), an unselected token the mean over the
+    other real tokens (their pooling mask `t != s`), and a padded token
+    zero. `rule="mean"`: all get the mean of all real tokens (release 0.1).
     """
     wq, wk, bk, wf, bf = (np.float64(w) for w in weights)
     n = x.shape[1]
@@ -52,7 +52,7 @@ def numpy_reinforced_self_attention(
         for b in range(x.shape[0]):
             for t in range(n):
                 pool = mask[b] & (np.arange(n) != t)
-                if pool.any():
+                if pool.any() and mask[b, t]:
                     others[b, t] = x[b, pool].mean(0)
         context = np.where(heads[..., None], context, others)
     gate = 1 / (1 + np.exp(-(np.concatenate([x, context], -1) @ wf + bf)))
@@ -154,6 +154,9 @@ class ReinforcedSelfAttentionTest(LayerTestCase):
             np.testing.assert_allclose(
                 to_numpy(out) * real, expected * real, atol=1e-5
             )
+            if rule == "authors":
+                # Padded rows too: a zero context, as the authors' code.
+                np.testing.assert_allclose(to_numpy(out), expected, atol=1e-5)
 
     def test_capacity_gathers_the_same_result(self):
         x = RNG.normal(size=(2, 8, 4)).astype("float32")

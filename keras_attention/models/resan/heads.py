@@ -18,6 +18,9 @@ from keras_attention.utils.validation import check_positive_int
 from keras_attention.utils.validation import check_rate
 
 OBJECTIVES = ("mse", "kl")
+# The clips of the task costs (see `task_cost`).
+CROSS_ENTROPY_EPSILON = 1e-7
+KL_EPSILON = 1e-10
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -165,11 +168,18 @@ class ReSANClassifier(ReinforcedPairModel):
         )
 
     def task_cost(self, y, y_pred):
-        """Cross-entropy of each example `(B,)`."""
+        """Cross-entropy of each example `(B,)`.
+
+        The authors' SNLI cost is the exact cross-entropy of the logits;
+        this model outputs float32 probabilities, whose log is taken with
+        the probability clipped at `CROSS_ENTROPY_EPSILON` (1e-7, Keras's
+        epsilon). The two differ only where the true class gets a
+        probability below 1e-7.
+        """
         y = ops.reshape(ops.cast(y, "int32"), (-1,))
         probabilities = ops.cast(y_pred["probabilities"], "float32")
         picked = ops.take_along_axis(probabilities, y[:, None], axis=-1)
-        return -ops.log(ops.clip(picked[:, 0], 1e-7, 1.0))
+        return -ops.log(ops.clip(picked[:, 0], CROSS_ENTROPY_EPSILON, 1.0))
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -363,9 +373,10 @@ class ReSANRelatedness(ReinforcedPairModel):
             return 0.5 * ops.square(
                 ops.cast(y_pred["score"], "float32") - scores
             )
-        # KL(target || probabilities), as the authors clip both.
-        target = ops.clip(target, 1e-7, 1.0)
-        probabilities = ops.clip(probabilities, 1e-7, 1.0)
+        # KL(target || probabilities), both clipped at 1e-10 as in the
+        # authors' SICK code.
+        target = ops.clip(target, KL_EPSILON, 1.0)
+        probabilities = ops.clip(probabilities, KL_EPSILON, 1.0)
         return ops.sum(target * ops.log(target / probabilities), axis=-1)
 
 
