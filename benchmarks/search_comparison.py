@@ -5,7 +5,7 @@ Usage: python benchmarks/search_comparison.py --run-dir RUN
     [--rounds 3]
 
 Translates Multi30k test2016 and test2017 with
-`keras_attention.decoding.search.legacy_beam_search` (finished hypotheses
+`legacy_search.legacy_beam_search` (finished hypotheses
 keep their beam slots) and `keras_attention.decoding.beam_search` (K live
 hypotheses, a finished set, early stop), each after a warm-up pass over
 the first 64 sentences (compilation is not timed). Per split the two
@@ -45,20 +45,19 @@ def main():
     application = os.path.join(common.REPO_ROOT, "applications", "translation")
     sys.path.insert(0, application)
     import evaluate
+    import legacy_search  # after the backend is set
 
     from keras_attention import data
     from keras_attention import decoding
-    from keras_attention.data import translation
-    from keras_attention.decoding import search
 
     model, tokenizer = evaluate.load_translator(args.run_dir)
     searches = {
-        "legacy (0.1)": search.legacy_beam_search,
+        "legacy (0.1)": legacy_search.legacy_beam_search,
         "GNMT": decoding.beam_search,
     }
 
     def translate(sentences, function):
-        return translation.translate(
+        return decoding.translate(
             model,
             tokenizer,
             sentences,

@@ -72,6 +72,7 @@ def main(argv=None):
     import tensorflow_text  # noqa: F401  (the SavedModel's text ops)
 
     from keras_attention import data
+    from keras_attention import decoding
     from keras_attention import export
     from keras_attention.data import translation
     from keras_attention.training.runs import load_model
@@ -99,7 +100,7 @@ def main(argv=None):
         return [t.decode("utf-8") for t in out["outputs"].numpy()]
 
     def python(batch):
-        return translation.translate(
+        return decoding.translate(
             model,
             tokenizer,
             batch,

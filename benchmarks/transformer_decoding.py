@@ -1,6 +1,6 @@
 """Cached vs uncached beam-4 decoding of 30-token outputs, and the GNMT
 search (`decoding.beam_search`) against the 0.1 one
-(`decoding.search.legacy_beam_search`), both cached.
+(`legacy_search.legacy_beam_search`), both cached.
 
 Usage: python benchmarks/transformer_decoding.py [--backend tensorflow]
     [--preset small] [--batch 16] [--repeats 5] [--jit-compile]
@@ -38,10 +38,11 @@ def main():
     args = parser.parse_args()
     common.set_backend(args.backend)
     import keras
+    import legacy_search  # after the backend is set
     import numpy as np
 
     from keras_attention import decoding
-    from keras_attention.decoding import search
+    from keras_attention.decoding.loop import compile_search
     from keras_attention.models import Transformer
     from keras_attention.models import transformer_base
 
@@ -66,7 +67,7 @@ def main():
             jit_compile=args.jit_compile,
         )
 
-    legacy = search.legacy_beam_search
+    legacy = legacy_search.legacy_beam_search
 
     def decoder_steps_factory(model, settings):
         # The cached decoder alone: the same encoding of B * K rows and
@@ -99,7 +100,7 @@ def main():
 
         return run_steps
 
-    decoder_steps = search._compiled(
+    decoder_steps = compile_search(
         model,
         ("benchmark: cached decoder steps only", args.length),
         decoder_steps_factory,

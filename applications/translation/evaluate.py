@@ -28,6 +28,7 @@ import time
 import keras
 
 from keras_attention import data
+from keras_attention import decoding
 
 # Registers the model (and its loss, metric and schedule classes) that
 # `keras.saving.load_model` looks up by name.
@@ -95,7 +96,7 @@ def evaluate(
         if limit:
             sources, references = sources[:limit], references[:limit]
         start = time.monotonic()
-        hypotheses = translation.translate(
+        hypotheses = decoding.translate(
             model, tokenizer, sources, beam_size=beam_size, alpha=alpha
         )
         seconds = time.monotonic() - start

@@ -27,8 +27,8 @@ import sys
 import time
 
 from keras_attention import data
+from keras_attention import decoding
 from keras_attention import metrics
-from keras_attention.data import translation
 from keras_attention.training import runs
 from keras_attention.utils import files
 
@@ -93,7 +93,7 @@ def select_every(points, every):
 
 def bleu_point(model, tokenizer, sources, references, beam_size, alpha):
     start = time.monotonic()
-    hypotheses = translation.translate(
+    hypotheses = decoding.translate(
         model, tokenizer, sources, beam_size=beam_size, alpha=alpha
     )
     return {

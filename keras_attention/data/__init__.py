@@ -70,7 +70,6 @@ from keras_attention.data.translation import make_batches
 from keras_attention.data.translation import make_dataset
 from keras_attention.data.translation import tokenizer_fingerprint
 from keras_attention.data.translation import train_tokenizer
-from keras_attention.data.translation import translate
 from keras_attention.data.words import PAD_ID
 from keras_attention.data.words import UNK_ID
 from keras_attention.data.words import add_pretrained_words
@@ -126,7 +125,16 @@ __all__ = [
     "make_dataset",
     "tokenizer_fingerprint",
     "train_tokenizer",
-    "translate",
     "vocabulary_index",
     "word_ids",
 ]
+
+
+def __getattr__(name):
+    # `translate` lives in `keras_attention.decoding` (imported on first
+    # use: the data package never imports models or decoding).
+    if name == "translate":
+        from keras_attention.decoding.translate import translate
+
+        return translate
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -337,62 +337,11 @@ def epoch_stream(dataset, initial_epoch=0):
     return stream, steps
 
 
-def translate(
-    model,
-    tokenizer,
-    sentences,
-    beam_size=4,
-    alpha=0.6,
-    batch_size=64,
-    max_extra_length=50,
-    search=None,
-):
-    """Translates sentences with beam search (greedy when `beam_size=1`).
+def __getattr__(name):
+    # `translate` moved to `keras_attention.decoding`; imported on first
+    # use, so that the data package never imports models or decoding.
+    if name == "translate":
+        from keras_attention.decoding.translate import translate
 
-    Sources longer than `model.max_sequence_length` subwords are truncated
-    to it (keeping the end id). Empty sentences raise a `ValueError`.
-    `search` is the beam search function, with the arguments of
-    `keras_attention.decoding.beam_search` (the default).
-
-    Returns:
-        A list of translated strings.
-    """
-    from keras_attention import decoding
-
-    check_tokenizer_matches(tokenizer, model.vocabulary_size)
-    encoded = encode_sentences(
-        tokenizer,
-        sentences,
-        max_length=model.max_sequence_length,
-        allow_empty=False,
-    )
-    # Sort by length so batches carry little padding; restore order after.
-    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
-    outputs = [None] * len(encoded)
-    for begin in range(0, len(order), batch_size):
-        chunk = order[begin : begin + batch_size]
-        # Pad to a multiple of 8 to limit the number of compiled shapes.
-        width = max(len(encoded[i]) for i in chunk)
-        width = min(-(-width // 8) * 8, model.max_sequence_length)
-        batch = np.zeros((batch_size, width), "int32")
-        batch[:, 0] = END_ID  # filler rows decode a one-token source
-        for row, i in enumerate(chunk):
-            batch[row, : len(encoded[i])] = encoded[i]
-        if beam_size == 1:
-            tokens = decoding.greedy_search(
-                model, batch, START_ID, END_ID, max_extra_length
-            )
-        else:
-            tokens = (search or decoding.beam_search)(
-                model,
-                batch,
-                START_ID,
-                END_ID,
-                beam_size=beam_size,
-                alpha=alpha,
-                max_extra_length=max_extra_length,
-            )
-        rows = decoding.strip_special(tokens, END_ID)[: len(chunk)]
-        for i, text in zip(chunk, decode_ids(tokenizer, rows)):
-            outputs[i] = text
-    return outputs
+        return translate
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

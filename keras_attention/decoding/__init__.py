@@ -1,7 +1,18 @@
-"""Decoding for encoder-decoder models: greedy and beam search."""
+"""Decoding for encoder-decoder models and decoder-only language models.
 
-from keras_attention.decoding.search import beam_search
-from keras_attention.decoding.search import greedy_search
-from keras_attention.decoding.search import strip_special
+- `greedy_search` and `beam_search` (`decoding.greedy`, `decoding.beam`);
+- `translate`: sentences in, translations out, with a SentencePiece
+  tokenizer (`decoding.translate`);
+- `strip_special`: decoded ids cut at the end token.
 
-__all__ = ["beam_search", "greedy_search", "strip_special"]
+Every search runs on the models' public protocol, `initial_cache` and
+`decode_step` (`decoding.state`), and loops with `keras.ops.while_loop`,
+compiled on tensorflow and jax (`decoding.loop`).
+"""
+
+from keras_attention.decoding.beam import beam_search
+from keras_attention.decoding.greedy import greedy_search
+from keras_attention.decoding.settings import strip_special
+from keras_attention.decoding.translate import translate
+
+__all__ = ["beam_search", "greedy_search", "strip_special", "translate"]

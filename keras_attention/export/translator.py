@@ -299,7 +299,7 @@ def export_translator(
     substitution = (
         contextlib.nullcontext() if jit_compile else core_slice_update()
     )
-    with decoding.search.fresh_traces(model), substitution:
+    with decoding.loop.fresh_traces(model), substitution:
         archive.save_version(module, path, module.signatures())
     return path
 

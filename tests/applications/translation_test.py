@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from keras_attention import data
+from keras_attention import decoding
 from keras_attention.data import translation
 from keras_attention.models import Transformer
 from keras_attention.testing.threads import single_torch_thread
@@ -70,7 +71,7 @@ def test_empty_sources_are_a_clear_error(tokenizer):
     with pytest.raises(
         ValueError, match=r"Sentence 1 is empty.*sentences\[1\]"
     ):
-        translation.translate(model, tokenizer, ["A man.", "  "])
+        decoding.translate(model, tokenizer, ["A man.", "  "])
 
 
 def test_tokenizer_that_does_not_match_the_model_is_refused(tokenizer):

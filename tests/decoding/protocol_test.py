@@ -97,3 +97,42 @@ def test_the_check_sees_a_cross_file_private_call():
     assert list(private_calls(caller)) == [(2, "_decode")]
     owner = ast.parse("class A:\n    def _decode(self):\n        pass\n")
     assert private_methods(owner) == {"_decode"}
+
+
+def test_decoding_is_a_package_of_short_functions():
+    decoding = PACKAGE / "decoding"
+    assert not (decoding / "search.py").exists()
+    long = []
+    for path in sorted(decoding.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > 80:
+                    long.append(f"{path.name}:{node.name} ({lines} lines)")
+    assert not long, long
+
+
+def test_the_data_package_imports_no_models_or_decoding():
+    # At module level: the lazy `translate` re-export imports decoding
+    # only when it is used.
+    offenders = []
+    for path in python_files("keras_attention/data"):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                if name.startswith(
+                    ("keras_attention.models", "keras_attention.decoding")
+                ) or (
+                    name == "keras_attention"
+                    and isinstance(node, ast.ImportFrom)
+                    and any(
+                        a.name in ("models", "decoding") for a in node.names
+                    )
+                ):
+                    offenders.append(f"{path.name}: {name}")
+    assert not offenders, offenders

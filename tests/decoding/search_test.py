@@ -1,12 +1,18 @@
+import helpers
 import keras
 import numpy as np
 import pytest
 from keras import ops
 
 from keras_attention import decoding
-from keras_attention.decoding import search
+from keras_attention.decoding import beam
+from keras_attention.decoding import loop
+from keras_attention.decoding import settings as search_settings
+from keras_attention.decoding import state
 from keras_attention.models import Transformer
 
+# The beam search of release 0.1 left the library for benchmarks/.
+legacy_search = helpers.load_script("benchmarks/legacy_search.py")
 START, END = 1, 2
 # Up to source length + 4 output tokens keeps the eager torch loop short.
 SHORT = {"max_extra_length": 4}
@@ -225,7 +231,9 @@ def test_keeps_k_live_hypotheses_when_one_finishes_early():
     )
     # The search of release 0.1 keeps the early end in one of its two
     # slots, grows only `a c c ...` and returns the early end.
-    old = search.legacy_beam_search(model, source, START, END, **kwargs)[0]
+    old = legacy_search.legacy_beam_search(model, source, START, END, **kwargs)[
+        0
+    ]
     assert to_numpy(old)[0].tolist()[:1] == [END]
 
 
@@ -321,7 +329,7 @@ def test_beam_of_one_is_greedy_and_matches_the_old_search(model):
             alpha=alpha,
             return_scores=True,
         )
-        old, old_scores = search.legacy_beam_search(
+        old, old_scores = legacy_search.legacy_beam_search(
             model,
             SOURCES,
             START,
@@ -341,8 +349,8 @@ def test_search_loop_with_one_beam_and_no_penalty_is_greedy(model):
     # `beam_search(beam_size=1)` runs greedy search; the GNMT loop itself
     # gives the same tokens with one live hypothesis and alpha = 0: a
     # hypothesis left live beside a finished one has a lower log P.
-    settings = ("beam", START, END, 50, None, True, 1, 0.0, "_beam_fn")
-    run = search._compiled(model, settings, search._beam_fn)
+    settings = ("beam", START, END, 50, None, True, 1, 0.0)
+    run = loop.compile_search(model, settings, beam.beam_fn)
     tokens, _ = run(ops.convert_to_tensor(SOURCES))
     greedy = decoding.greedy_search(model, SOURCES, START, END)
     np.testing.assert_array_equal(to_numpy(tokens), to_numpy(greedy))
@@ -354,7 +362,7 @@ def _extensions_reference(logits, normalizers, alive, k):
     # jax: (scores, hypotheses, tokens).
     size = logits.shape[-1]
     totals = alive[:, :, None] + (logits - normalizers)
-    totals[:, :, 0] = search.NEGATIVE
+    totals[:, :, 0] = search_settings.NEGATIVE
     totals = totals.reshape(len(totals), -1)
     order = np.argsort(-totals, axis=1, kind="stable")[:, :k]
     return (
@@ -371,7 +379,7 @@ def _random_extensions_case(rng, beams, size):
     # Row 0: the first step, one live hypothesis. Row 1: the best logits
     # of a hypothesis all in one block. Row 2: in the last (maybe padded)
     # block. Row 3: padding's logit is the largest, and must not count.
-    alive[0, 1:] = search.NEGATIVE
+    alive[0, 1:] = search_settings.NEGATIVE
     logits[1, 1, 100:110] += 10.0
     logits[2, -1, -3:] += 10.0
     logits[3, :, 0] += 20.0
@@ -392,8 +400,8 @@ def test_best_extensions_equal_one_top_k_over_all_scores(beams, size):
     inputs = [ops.convert_to_tensor(x) for x in (logits, normalizers, alive)]
     expected = _extensions_reference(logits, normalizers, alive, k)
     ways = {
-        "chosen": search._best_extensions(*inputs, k),
-        "one top_k": search._extensions_in_one_top_k(*inputs, k),
+        "chosen": beam.best_extensions(*inputs, k),
+        "one top_k": beam.extensions_in_one_top_k(*inputs, k),
     }
     for way, got in ways.items():
         got = [to_numpy(x) for x in got]
@@ -414,7 +422,7 @@ def test_best_extensions_rank_ties_as_top_k():
     logits[2, 3, 7990:] = 2.0  # ties in the last block
     normalizers = np.zeros((3, beams, 1), "float32")
     alive = np.full((3, beams), -2.0, "float32")
-    got = search._best_extensions(
+    got = beam.best_extensions(
         ops.convert_to_tensor(logits),
         ops.convert_to_tensor(normalizers),
         ops.convert_to_tensor(alive),
@@ -439,7 +447,7 @@ def test_log_normalizers_equal_logsumexp():
     logits = (rng.normal(size=(6, 8000)) * 4).astype("float32")
     logits[0] += 80.0  # exp would overflow without the shift
     logits[1, 7] = 60.0  # one token takes nearly all the mass
-    got = to_numpy(search._log_normalizers(ops.convert_to_tensor(logits)))
+    got = to_numpy(state.log_normalizers(ops.convert_to_tensor(logits)))
     shifted = logits.astype("float64") - logits.max(-1, keepdims=True)
     expected = logits.max(-1, keepdims=True) + np.log(
         np.exp(shifted).sum(-1, keepdims=True)
@@ -460,17 +468,17 @@ def test_search_over_a_large_vocabulary_equals_one_top_k(monkeypatch):
         intermediate_dim=32,
         max_sequence_length=16,
     )
-    assert search._block_width(600, 2) is not None
+    assert beam.block_width(600, 2) is not None
     sources = np.array([[5, 6, 7, 2], [9, 2, 0, 0]], "int32")
 
     def run():
-        with search.fresh_traces(large):
+        with loop.fresh_traces(large):
             return decoding.beam_search(
                 large, sources, START, END, return_scores=True, **SHORT
             )
 
     blocked, blocked_scores = run()
-    monkeypatch.setattr(search, "_block_width", lambda size, k: None)
+    monkeypatch.setattr(beam, "block_width", lambda size, k: None)
     plain, plain_scores = run()
     np.testing.assert_array_equal(to_numpy(blocked), to_numpy(plain))
     np.testing.assert_array_equal(

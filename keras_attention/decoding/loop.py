@@ -1,0 +1,82 @@
+"""The compiled loop: a search traced once per input shape with
+`tf.function` on tensorflow, compiled with `jax.jit` on jax (the model
+weights passed in as arguments, so later training is seen), run eagerly
+under `torch.no_grad()` on torch. Searches loop with `keras.ops.while_loop`.
+"""
+
+import contextlib
+import weakref
+
+import keras
+
+_COMPILED = weakref.WeakKeyDictionary()
+
+
+@contextlib.contextmanager
+def fresh_traces(model):
+    """Searches on `model` inside the block are traced anew, not reused.
+
+    Compiled searches are kept per model and settings. An exporter that
+    traces the search under other op substitutions (or for XLA) needs its
+    own traces; the ones from before the block are kept for after it.
+    """
+    before = _COMPILED.pop(model, None)
+    try:
+        yield
+    finally:
+        _COMPILED.pop(model, None)
+        if before is not None:
+            _COMPILED[model] = before
+
+
+def compile_search(model, settings, factory, jit_compile=False):
+    """The search function `factory(model, settings)`, compiled for the
+    backend and kept per model and settings (a hashable tuple)."""
+    if not isinstance(jit_compile, bool):
+        raise ValueError(
+            "Argument `jit_compile` must be a bool. "
+            f"Received: jit_compile={jit_compile!r}"
+        )
+    backend = keras.backend.backend()
+    if jit_compile and backend not in ("tensorflow", "jax"):
+        raise ValueError(
+            "Argument `jit_compile=True` needs the tensorflow or jax "
+            f"backend (XLA); the {backend} backend decodes eagerly. "
+            f"Received: jit_compile={jit_compile!r}"
+        )
+    per_model = _COMPILED.setdefault(model, {})
+    # jax compiles with XLA either way: one function for both.
+    key = (settings, jit_compile and backend == "tensorflow")
+    if key in per_model:
+        return per_model[key]
+    fn = factory(model, settings)
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        # `None` (not `False`) leaves tensorflow's own XLA settings alone.
+        compiled = tf.function(fn, jit_compile=True if jit_compile else None)
+    elif backend == "jax":
+        import jax
+
+        def stateless(values, *inputs):
+            mapping = list(zip(model.variables, values))
+            with keras.StatelessScope(state_mapping=mapping):
+                return fn(*inputs)
+
+        jitted = jax.jit(stateless)
+
+        def compiled(*inputs):
+            values = [v.value for v in model.variables]
+            return jitted(values, *inputs)
+
+    elif backend == "torch":
+        import torch
+
+        def compiled(*inputs):
+            with torch.no_grad():
+                return fn(*inputs)
+
+    else:
+        compiled = fn
+    per_model[key] = compiled
+    return compiled
