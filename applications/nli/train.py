@@ -175,6 +175,12 @@ class Config:
     max_length: int = cli.flag(
         100, "Longer sentences are cut (and counted).", minimum=1
     )
+    time_limit_minutes: float = cli.flag(
+        0.0,
+        "Stop after the epoch that ends past this many minutes of training "
+        "(0: no limit; a resumed run counts from its restart).",
+        minimum=0.0,
+    )
     bucket_width: int = 8
     output_dir: str = "runs/nli"
     seed: int = 1337
@@ -296,7 +302,8 @@ def epoch_callbacks(config, timer, validation):
         save_weights_only=True,
     )
     backup = pair_tasks.backup_callback(config.output_dir, [best, timer])
-    callbacks = [best, timer, backup]
+    limit = pair_tasks.TimeLimit(60 * config.time_limit_minutes)
+    callbacks = [best, timer, limit, backup]
     epoch_dir = os.path.join(config.output_dir, "checkpoints")
     if config.average_last > 1:
         # Before the backup: a backed-up epoch always has its weight file.
@@ -312,7 +319,7 @@ def epoch_callbacks(config, timer, validation):
         # the next epoch) the trained ones. The timer first: epoch times
         # leave out the extra evaluation.
         swap_in = pair_tasks.MovingAverageIn(validation)
-        callbacks = [timer, swap_in, *callbacks[:-2]]
+        callbacks = [timer, swap_in, *callbacks[:-3], limit]
         callbacks += [pair_tasks.MovingAverageOut(swap_in), backup]
     return callbacks, backup
 

@@ -251,6 +251,24 @@ class TrainingTimer(keras.callbacks.Callback):
         self.epoch_seconds = list(state["epoch_seconds"])
 
 
+class TimeLimit(keras.callbacks.Callback):
+    """Stops training after the first epoch that ends past `seconds` of
+    this process's training (0: no limit)."""
+
+    def __init__(self, seconds):
+        super().__init__()
+        self.seconds = seconds
+
+    def on_train_begin(self, logs=None):
+        self.start = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        elapsed = time.perf_counter() - self.start
+        if self.seconds and elapsed > self.seconds:
+            print(f"Time limit reached after {elapsed / 60:.1f} minutes.")
+            self.model.stop_training = True
+
+
 class KeepNewest(keras.callbacks.Callback):
     """After each epoch, deletes all but the newest `keep` weight files of
     `directory` (per-epoch files written by `ModelCheckpoint`, whose
