@@ -1,6 +1,7 @@
 """Decoding for encoder-decoder models and decoder-only language models.
 
-- `greedy_search` and `beam_search` (`decoding.greedy`, `decoding.beam`);
+- `greedy_search`, `sample` (temperature, top-k, top-p, seeded) and
+  `beam_search` (`decoding.greedy`, `decoding.sampling`, `decoding.beam`);
 - `translate`: sentences in, translations out, with a SentencePiece
   tokenizer (`decoding.translate`);
 - `strip_special`: decoded ids cut at the end token.
@@ -12,7 +13,14 @@ compiled on tensorflow and jax (`decoding.loop`).
 
 from keras_attention.decoding.beam import beam_search
 from keras_attention.decoding.greedy import greedy_search
+from keras_attention.decoding.sampling import sample
 from keras_attention.decoding.settings import strip_special
 from keras_attention.decoding.translate import translate
 
-__all__ = ["beam_search", "greedy_search", "strip_special", "translate"]
+__all__ = [
+    "beam_search",
+    "greedy_search",
+    "sample",
+    "strip_special",
+    "translate",
+]

@@ -1,0 +1,174 @@
+"""Sampling: temperature, top-k and top-p (nucleus), combinable and seeded.
+
+At every step the next token's log-probabilities are divided by the
+temperature, cut to the `top_k` most probable tokens and then to the
+smallest set whose probability reaches `top_p` (Holtzman et al., 2019),
+renormalised, and one token is drawn:
+
+```
+logits = log_probs / temperature
+logits = where(logits >= k-th largest logit, logits, -inf)      # top_k
+probs  = softmax(logits)
+probs  = where(probs >= p-threshold, probs, 0) / their sum      # top_p
+token  = first v with cumsum(probs)[v] > u * sum(probs)         # u ~ U[0, 1)
+```
+
+where the `p`-threshold is the smallest probability of the most probable
+tokens whose mass before it is below `top_p` (at least one token stays).
+The uniform numbers `u`, one per row and step, are drawn before the loop
+with `keras.random.uniform(seed=seed)`, so a seed gives the same tokens at
+every call on a backend, whether the loop runs compiled (tensorflow, jax)
+or eagerly (torch). `temperature=0` is greedy search. Padding (id 0) is
+never drawn. Tokens tied with the `k`-th largest logit all stay.
+"""
+
+import keras
+from keras import ops
+
+from keras_attention.decoding.greedy import argmax_chooser
+from keras_attention.decoding.greedy import token_loop
+from keras_attention.decoding.loop import compile_search
+from keras_attention.decoding.settings import check_sources
+from keras_attention.decoding.settings import output_length
+from keras_attention.utils.validation import check_positive_int
+
+
+def sample(
+    model,
+    encoder_token_ids,
+    start_id,
+    end_id,
+    temperature=1.0,
+    top_k=None,
+    top_p=None,
+    seed=None,
+    max_extra_length=50,
+    max_length=None,
+    use_cache=True,
+    jit_compile=False,
+):
+    """Decodes by drawing every token from the model's distribution.
+
+    Args:
+        model: a `keras_attention.models.Transformer` or
+            `keras_attention.models.TransformerLanguageModel` (or a model
+            with the same decoding protocol).
+        encoder_token_ids: int array `(B, S)`, `0` = padding: the sources,
+            or the prompts of a decoder-only model.
+        start_id: int. First decoder input token.
+        end_id: int. Token that ends a sentence.
+        temperature: float `>= 0`. Divides the log-probabilities; `0` is
+            greedy search. Defaults to `1.0`.
+        top_k: int or `None`. Draw among the `top_k` most probable tokens
+            only. Defaults to `None` (all).
+        top_p: float in `(0, 1]` or `None`. Draw among the most probable
+            tokens whose probability mass reaches `top_p`. Defaults to
+            `None` (all).
+        seed: int or `None`. The same seed gives the same tokens on a
+            backend. Defaults to `None` (Keras's global seed).
+        max_extra_length: int. Defaults to `50`; see `greedy_search`.
+        max_length: int. Defaults to the model's `max_sequence_length`.
+        use_cache: bool. Use the decoder caches. Defaults to `True`.
+        jit_compile: bool. XLA on tensorflow; see `greedy_search`.
+            Defaults to `False`.
+
+    Returns:
+        int32 tensor `(B, L)`, as `greedy_search` returns.
+
+    Example:
+
+    ```python
+    continuations = keras_attention.decoding.sample(
+        model, prompts, start_id=1, end_id=2, top_k=40, top_p=0.9,
+        temperature=0.8, seed=7,
+    )
+    ```
+
+    References:
+        - [Fan et al., 2018](https://arxiv.org/abs/1805.04833) (top-k).
+        - [Holtzman et al., 2019](https://arxiv.org/abs/1904.09751)
+          (top-p).
+    """
+    _check_sampling(temperature, top_k, top_p)
+    ids = check_sources(model, encoder_token_ids, max_length)
+    settings = ("sample", start_id, end_id, max_extra_length, max_length)
+    settings += (use_cache, float(temperature), top_k, top_p)
+    batch, source_length = ops.shape(ids)
+    length = output_length(model, source_length, settings)
+    uniforms = keras.random.uniform((length, batch), seed=seed)
+    run = compile_search(model, settings, sample_fn, jit_compile)
+    return run(ids, uniforms)[0]
+
+
+def sample_fn(model, settings):
+    """The sampler for `settings`: `run(encoder_token_ids, uniforms (L,
+    B))` -> `(tokens, log P, lengths)`."""
+    temperature, top_k, top_p = settings[6:9]
+
+    def run(encoder_token_ids, uniforms):
+        if temperature == 0.0:
+            choose = argmax_chooser
+        else:
+
+            def choose(log_probs, step):
+                probs = sampling_probabilities(
+                    log_probs, temperature, top_k, top_p
+                )
+                return draw(probs, ops.take(uniforms, step, axis=0))
+
+        return token_loop(model, settings, encoder_token_ids, choose)
+
+    return run
+
+
+def sampling_probabilities(log_probs, temperature=1.0, top_k=None, top_p=None):
+    """The distribution a token is drawn from: float32 `(B, V)` log-
+    probabilities -> probabilities `(B, V)` after the temperature, top-k
+    and top-p, renormalised (the module docstring's formulas)."""
+    logits = ops.cast(log_probs, "float32") / temperature
+    if top_k is not None and top_k < ops.shape(logits)[-1]:
+        kth = ops.top_k(logits, top_k, sorted=True)[0][:, top_k - 1 :]
+        logits = ops.where(
+            ops.greater_equal(logits, kth), logits, -float("inf")
+        )
+    probs = ops.softmax(logits, axis=-1)
+    if top_p is not None and top_p < 1.0:
+        ordered = ops.flip(ops.sort(probs, axis=-1), axis=-1)  # descending
+        before = ops.cumsum(ordered, axis=-1) - ordered  # mass before each
+        kept = ops.less(before, top_p)  # the first is always kept
+        threshold = ops.min(
+            ops.where(kept, ordered, float("inf")), axis=-1, keepdims=True
+        )
+        probs = ops.where(ops.greater_equal(probs, threshold), probs, 0.0)
+        probs = probs / ops.sum(probs, axis=-1, keepdims=True)
+    return probs
+
+
+def draw(probs, uniforms):
+    """One token per row of `probs` `(B, V)` by inverting the cumulative
+    distribution at `uniforms` `(B,)` in `[0, 1)`; int32 `(B,)`. A token of
+    probability 0 is never drawn."""
+    cumulative = ops.cumsum(probs, axis=-1)  # (B, V)
+    target = ops.expand_dims(uniforms, 1) * cumulative[:, -1:]
+    token = ops.sum(ops.cast(ops.less_equal(cumulative, target), "int32"), 1)
+    return ops.minimum(token, ops.shape(probs)[-1] - 1)
+
+
+def _check_sampling(temperature, top_k, top_p):
+    if (
+        not isinstance(temperature, (int, float))
+        or isinstance(temperature, bool)
+        or temperature < 0
+    ):
+        raise ValueError(
+            "Argument `temperature` must be a number >= 0. Received: "
+            f"temperature={temperature!r}"
+        )
+    check_positive_int("top_k", top_k, allow_none=True)
+    if top_p is not None and (
+        not isinstance(top_p, (int, float)) or not 0 < top_p <= 1
+    ):
+        raise ValueError(
+            "Argument `top_p` must be a number in (0, 1]. Received: "
+            f"top_p={top_p!r}"
+        )
