@@ -44,12 +44,10 @@ DISTRIBUTIONS = {
 }
 # Plain imports of optional modules that are allowed, by package path.
 PLAIN_IMPORTS_ALLOWED = {
-    # Each under a check that this backend is the one running, so the
-    # module is there (keras imported it).
-    "decoding/search.py": {"tensorflow", "jax", "torch"},
     # TensorFlow-only subpackage, never imported by `keras_attention`.
     "export/": {"tensorflow", "tensorflow_text"},
 }
+BACKENDS = ("tensorflow", "jax", "torch")
 
 
 def extras():
@@ -148,6 +146,29 @@ def test_extras_carry_no_exact_pins():
     assert not pinned, "pins belong in constraints.txt: " + repr(pinned)
 
 
+def guarded_by_backend(node, parents, module):
+    """Whether `node` runs only under `if ... == "<module>":`.
+
+    A backend's module is there when that backend runs (keras imported
+    it), so such an import needs no helper.
+    """
+    child, parent = node, parents.get(node)
+    while parent is not None:
+        if (
+            isinstance(parent, ast.If)
+            and child in parent.body
+            and isinstance(parent.test, ast.Compare)
+            and all(isinstance(op, ast.Eq) for op in parent.test.ops)
+            and any(
+                isinstance(c, ast.Constant) and c.value == module
+                for c in parent.test.comparators
+            )
+        ):
+            return True
+        child, parent = parent, parents.get(parent)
+    return False
+
+
 def test_optional_modules_are_imported_through_the_helper():
     plain = []
     for path in package_files():
@@ -156,7 +177,13 @@ def test_optional_modules_are_imported_through_the_helper():
         for prefix, modules in PLAIN_IMPORTS_ALLOWED.items():
             if relative.startswith(prefix):
                 allowed |= modules
-        for node in ast.walk(ast.parse(path.read_text())):
+        tree = ast.parse(path.read_text())
+        parents = {
+            child: node
+            for node in ast.walk(tree)
+            for child in ast.iter_child_nodes(node)
+        }
+        for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and not node.level:
@@ -165,8 +192,11 @@ def test_optional_modules_are_imported_through_the_helper():
                 continue
             for name in names:
                 top = name.split(".")[0]
-                if top in DISTRIBUTIONS and top not in allowed:
-                    plain.append(f"{relative}:{node.lineno}: import {name}")
+                if top not in DISTRIBUTIONS or top in allowed:
+                    continue
+                if top in BACKENDS and guarded_by_backend(node, parents, top):
+                    continue
+                plain.append(f"{relative}:{node.lineno}: import {name}")
     assert not plain, "use import_optional:\n" + "\n".join(plain)
 
 
