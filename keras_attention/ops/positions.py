@@ -28,7 +28,10 @@ def sinusoidal_positions(
     Returns:
         A tensor of shape `(T, F)`.
     """
-    positions = ops.arange(length, dtype="float32") + ops.cast(
+    # 0..T-1 as a running count, not `arange(T)`: jax2onnx (ONNX export on
+    # jax) rejects the `stop=None` of `arange(T)` and an unknown `stop`.
+    positions = ops.cumsum(ops.ones((length,), "int32")) - 1
+    positions = ops.cast(positions, "float32") + ops.cast(
         start_index, "float32"
     )
     return sinusoidal_encoding(
@@ -68,7 +71,8 @@ def sinusoidal_encoding(
     (2, 3, 16)
     """
     positions = ops.cast(positions, "float32")
-    channels = ops.arange(width, dtype="int32")
+    # `arange(0, F)`: jax2onnx rejects the `stop=None` of `arange(F)`.
+    channels = ops.arange(0, width, dtype="int32")
     exponents = ops.cast(2 * (channels // 2), "float32") / float(width)
     inverse_timescales = ops.power(float(max_wavelength), -exponents)
     # (..., 1) * (F,) -> (..., F)
