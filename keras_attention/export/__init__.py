@@ -16,6 +16,13 @@ trained on jax or torch are exported through a tensorflow-backend
 subprocess that reloads their `.keras` file (see
 `keras_attention.export.archive`). `graph_op_names` lists the ops of an
 exported graph.
+
+This subpackage needs TensorFlow (the `tensorflow` extra:
+`pip install 'keras-attention-layers[tensorflow]'`; without it, importing
+it raises an `ImportError` that says so), and `import keras_attention`
+does not import it. ONNX and LiteRT files of the forward models come from
+Keras's own `model.export(path, format="onnx" | "litert")`, on the
+backends listed in the documentation's export page.
 """
 
 from keras_attention.export.inspection import graph_op_names

@@ -2,8 +2,14 @@
 
 import os
 
-import tensorflow as tf
-from tensorflow.core.protobuf import saved_model_pb2
+from keras_attention.utils.optional import import_optional
+
+tf = import_optional("tensorflow", "tensorflow", "SavedModel export")
+saved_model_pb2 = import_optional(
+    "tensorflow.core.protobuf.saved_model_pb2",
+    "tensorflow",
+    "SavedModel export",
+)
 
 
 def signature_summary(path):

@@ -32,15 +32,16 @@ Serving rules, row by row (one row never changes another's result):
 
 import os
 
-import tensorflow as tf
-
 from keras_attention.data import LABELS
 from keras_attention.data import words
 from keras_attention.export import archive
 from keras_attention.export import text
 from keras_attention.training import runs
+from keras_attention.utils.optional import import_optional
 from keras_attention.utils.untracked import Untracked
 from keras_attention.utils.validation import check_positive_int
+
+tf = import_optional("tensorflow", "tensorflow", "SavedModel export")
 
 DEFAULT_MAX_LENGTH = 100
 

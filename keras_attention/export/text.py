@@ -36,7 +36,9 @@ anything else (`clean_utf8`), so every request gives a defined result;
 U+FFFD is a punctuation token, normally out of the vocabulary.
 """
 
-import tensorflow as tf
+from keras_attention.utils.optional import import_optional
+
+tf = import_optional("tensorflow", "tensorflow", "SavedModel export")
 
 MARKER = "\x01"
 # What replaces a marker character found in the input (both are
