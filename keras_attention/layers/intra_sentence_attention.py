@@ -177,8 +177,9 @@ class IntraSentenceAttention(keras.layers.Layer):
 
     def _buckets(self, length):
         """Bias index `(T, T)` of each pair `(i, j)`."""
-        # 0..T-1 as a running count: jax2onnx cannot trace `arange` of an
-        # unknown length.
+        # 0..T-1 as a running count, not `arange(T)`: jax2onnx (ONNX export
+        # on jax) rejects the `stop=None` of `arange(T)` and an unknown
+        # `stop`.
         positions = ops.cumsum(ops.ones((length,), "int32")) - 1
         distance = positions[:, None] - positions[None, :]  # i - j
         beyond = 2 * self.max_distance + 1
