@@ -27,9 +27,6 @@ TORCH_INT64 = (
 )
 KNOWN_ERRORS = {
     **{(name, "jax"): JAX for name in forward.MODELS},
-    ("intra_attention", "torch"): TORCH_INT64,
-    ("bag_of_words", "torch"): TORCH_INT64,
-    ("transformer_encoder", "torch"): TORCH_INT64,
     ("resan_classifier", "torch"): TORCH_INT64,
     ("resan_relatedness", "torch"): TORCH_INT64,
 }
