@@ -395,18 +395,9 @@ def run_metrics(config, history, timer, pairs_trained):
 
 
 def train(config):
-    scope = pair_tasks.start_run(config)
-    arrays, vocabulary, matrix, info = prepare_data(config)
-    print(
-        f"{config.dataset}: {info['pairs']} pairs, vocabulary "
-        f"{info['vocabulary_size']} ({info['vectors_found']} with a vector), "
-        f"{info['sentences_cut']} sentences cut to {config.max_length}"
+    arrays, model, info = pair_tasks.set_up(
+        config, prepare_data, build_model, config.dataset
     )
-    pair_tasks.write_run_files(config, vocabulary)
-    with scope:
-        model = build_model(config, arrays, vocabulary, matrix)
-    parameters = pair_tasks.trainable_parameters(model)
-    print(f"{model.name}: {parameters:,} trainable parameters")
     validation = training.divisible_batches(
         pair_tasks.bucketed(*arrays["dev"], config).as_dataset()
     )
@@ -421,7 +412,6 @@ def train(config):
     metrics = {
         **results,
         "train_seconds": seconds,
-        "parameters": parameters,
         **run_metrics(config, history, timer, trained),
         **info,
     }

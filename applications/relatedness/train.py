@@ -330,18 +330,9 @@ def final_metrics(config, model, arrays, tracker):
 
 
 def train(config):
-    scope = pair_tasks.start_run(config)
-    arrays, vocabulary, matrix, info = prepare_data(config)
-    print(
-        f"SICK: {info['pairs']} pairs, vocabulary {info['vocabulary_size']} "
-        f"({info['vectors_found']} with a vector), length "
-        f"{info['padded_length']}"
+    arrays, model, info = pair_tasks.set_up(
+        config, prepare_data, build_model, "SICK"
     )
-    pair_tasks.write_run_files(config, vocabulary)
-    with scope:
-        model = build_model(config, arrays, vocabulary, matrix)
-    parameters = pair_tasks.trainable_parameters(model)
-    print(f"{model.name}: {parameters:,} trainable parameters")
     # Under jax DataParallel every batch must divide among the devices.
     tracker = DevCorrelation(
         *training.trim_to_batch_multiple(arrays["dev"]),
@@ -362,7 +353,6 @@ def train(config):
         "mixed_precision": config.mixed_precision,
         "seed": config.seed,
         "train_seconds": seconds,
-        "parameters": parameters,
         "backend": keras.backend.backend(),
         "model": config.model,
         **info,

@@ -4,12 +4,10 @@ NLI (`applications/nli`) and relatedness (`applications/relatedness`)
 train their models the same way; this module holds that way once:
 
 ```python
-scope = pair_tasks.start_run(config)          # strategy, precision, seed
-pairs = data.prepare_pairs(...)               # keras_attention.data.pairs
-soft, samplers = pair_tasks.resan_phases("nli", epochs, steps_per_epoch)
-with scope:
-    model = ...
-    model.compile(optimizer=pair_tasks.pair_optimizer("adam", ...), ...)
+# Strategy, precision, seed; data (keras_attention.data.pairs); a model
+# built with pair_optimizer and, for ReSAN, resan_phases.
+arrays, model, info = pair_tasks.set_up(config, prepare_data, build_model,
+                                        "SNLI")
 backup = pair_tasks.backup_callback(config.output_dir, [stateful, ...])
 history, seconds = pair_tasks.fit_pairs(model, pairs.arrays["train"],
                                         config, callbacks, backup)
@@ -66,9 +64,36 @@ def start_run(config):
     return scope
 
 
-def write_run_files(config, vocabulary):
+def set_up(config, prepare_data, build_model, title):
+    """Starts the run, prepares the data, writes the run files and builds
+    the model in the strategy scope.
+
+    Args:
+        config: the application's config.
+        prepare_data: `config -> (arrays, vocabulary, embeddings, info)`.
+        build_model: `(config, arrays, vocabulary, embeddings) -> model`,
+            compiled.
+        title: the data's name in the printed summary.
+
+    Returns:
+        `(arrays, model, info)`; `info` holds the data's counts and the
+        model's trainable `parameters`.
+    """
+    scope = start_run(config)
+    arrays, vocabulary, matrix, info = prepare_data(config)
+    print(
+        f"{title}: {info['pairs']} pairs, vocabulary "
+        f"{info['vocabulary_size']} ({info['vectors_found']} with a "
+        f"{info['embedding_dim']}-d vector), {info['sentences_cut']} "
+        f"sentences cut to {info['padded_length']} words"
+    )
     runs.write_vocabulary(config.output_dir, vocabulary)
     runs.write_config(config.output_dir, config)
+    with scope:
+        model = build_model(config, arrays, vocabulary, matrix)
+    parameters = trainable_parameters(model)
+    print(f"{model.name}: {parameters:,} trainable parameters")
+    return arrays, model, {**info, "parameters": parameters}
 
 
 # Optimizers.
