@@ -10,6 +10,10 @@ tries, and skips with the exact error only when it is the known one.
 back.
 """
 
+import os
+import subprocess
+import sys
+
 import helpers
 import pytest
 
@@ -44,9 +48,40 @@ def test_litert_matches_keras(name, tmp_path):
         options["input_signature"] = forward.fixed_signature(inputs)
     path = tmp_path / f"{name}.tflite"
     forward.export_or_skip(model, path, "litert", known, **options)
+    forward.assert_outputs_match(run_litert(path, inputs), expected)
+
+
+def test_litert_through_a_keras_file_matches_keras(tmp_path):
+    # The route where this backend cannot convert: the `.keras` file,
+    # loaded on the tensorflow backend, exports there.
+    if forward.BACKEND == "tensorflow":
+        pytest.skip("test_litert_matches_keras converts on this backend")
+    model, inputs = forward.resan_classifier()
+    expected = forward.keras_outputs(model, inputs)
+    model.save(tmp_path / "model.keras")
+    path = tmp_path / "model.tflite"
+    subprocess.run(
+        [sys.executable, "-c", EXPORT_ON_TENSORFLOW, str(tmp_path), str(path)],
+        env={**os.environ, "KERAS_BACKEND": "tensorflow"},
+        check=True,
+        timeout=300,
+    )
+    forward.assert_outputs_match(run_litert(path, inputs), expected)
+
+
+EXPORT_ON_TENSORFLOW = """
+import sys
+import keras
+import keras_attention  # registers the models' classes
+
+model = keras.saving.load_model(sys.argv[1] + "/model.keras")
+model.export(sys.argv[2], format="litert", verbose=False)
+"""
+
+
+def run_litert(path, inputs):
+    """Runs the `.tflite` file's one signature: output name -> array."""
     interpreter = interpreter_module.Interpreter(model_path=str(path))
-    (key,) = interpreter.get_signature_list()
+    ((key, signature),) = interpreter.get_signature_list().items()
     runner = interpreter.get_signature_runner(key)
-    names = interpreter.get_signature_list()[key]["inputs"]
-    actual = runner(**forward.feed(names, inputs))
-    forward.assert_outputs_match(actual, expected)
+    return runner(**forward.feed(signature["inputs"], inputs))
