@@ -23,9 +23,6 @@ KNOWN_ERRORS = {
     ("resan_classifier", "torch"): TORCH_SORT,
     ("resan_relatedness", "jax"): JAX_ARANGE,
     ("resan_relatedness", "torch"): TORCH_SORT,
-    # The score levels, a constant of the functional graph, become an
-    # input of the ONNX graph (`.../Mul_1/y:0`).
-    ("resan_relatedness", "tensorflow"): "that the Keras model does not",
 }
 
 

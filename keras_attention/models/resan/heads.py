@@ -4,6 +4,7 @@
 import dataclasses
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_attention.models.resan.encoder import EncoderConfig
@@ -326,7 +327,9 @@ class ReSANRelatedness(ReinforcedPairModel):
             activation="sigmoid",
             seed=seed,
         )
-        levels = ops.arange(1, num_classes + 1, dtype="float32")
+        # The score levels 1..K as a NumPy constant: ONNX converters then
+        # fold it into the graph instead of asking for it as an input.
+        levels = np.arange(1, num_classes + 1, dtype="float32")
         score = ops.sum(probabilities * levels, axis=-1)
         super().__init__(
             inputs={"sentence_a": left, "sentence_b": right},
@@ -429,7 +432,6 @@ def relatedness_target(scores, num_classes=5):
         - [Tai et al., 2015](https://arxiv.org/abs/1503.00075), section
           5.2.
     """
-    import numpy as np
 
     scores = np.asarray(scores, dtype="float64").reshape(-1)
     bad = scores[(scores < 1) | (scores > num_classes) | ~np.isfinite(scores)]
