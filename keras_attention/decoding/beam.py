@@ -63,6 +63,7 @@ from keras_attention.decoding.settings import output_length
 from keras_attention.decoding.state import initial_state
 from keras_attention.decoding.state import log_normalizers
 from keras_attention.decoding.state import next_token_logits
+from keras_attention.decoding.state import prefill as prefill_cache
 from keras_attention.decoding.state import reorder_cache
 from keras_attention.utils.validation import check_positive_int
 
@@ -79,6 +80,8 @@ def beam_search(
     use_cache=True,
     return_scores=False,
     jit_compile=False,
+    prefill=True,
+    n_best=False,
 ):
     """Beam search with the GNMT length penalty `((5 + |Y|) / 6) ** alpha`,
     `K` live hypotheses, a finished set of `K` and an early stop (see the
@@ -103,12 +106,19 @@ def beam_search(
             scores `(B,)`.
         jit_compile: bool. XLA on tensorflow; see `greedy_search`.
             Defaults to `False`.
+        prefill: bool. Feed a decoder-only model's prompts in one call;
+            see `greedy_search`. Defaults to `True`.
+        n_best: bool. Return all `K` finished hypotheses, best first, with
+            their scores: the search then runs until no live hypothesis can
+            beat the `K`-th best finished one (the best one is the same).
+            Defaults to `False`.
 
     Returns:
         int32 tensor `(B, L)` of the best hypotheses (tokens after
         `start_id`, or after the prompt for a decoder-only model, ending
         with `end_id`, padded with `0`); with `return_scores=True`, a
-        tuple `(tokens, scores)`.
+        tuple `(tokens, scores)`. With `n_best=True`, always the tuple
+        `(tokens (B, K, L), scores (B, K))`, sorted by score.
     """
     check_positive_int("beam_size", beam_size)
     if not isinstance(alpha, (int, float)) or alpha < 0:
@@ -118,17 +128,19 @@ def beam_search(
     ids = check_sources(model, encoder_token_ids, max_length)
     common = (start_id, end_id, max_extra_length, max_length, use_cache)
     if beam_size == 1:
-        run = compile_search(
-            model, ("greedy",) + common, greedy_fn, jit_compile
-        )
+        settings = ("greedy",) + common + (bool(prefill),)
+        run = compile_search(model, settings, greedy_fn, jit_compile)
         tokens, log_probs, lengths = run(ids)
         lengths = ops.cast(ops.maximum(lengths, 1), "float32")
         scores = log_probs / ops.power((5.0 + lengths) / 6.0, float(alpha))
+        if n_best:
+            tokens, scores = tokens[:, None], scores[:, None]
     else:
         settings = ("beam",) + common + (beam_size, float(alpha))
+        settings += (bool(prefill), bool(n_best))
         run = compile_search(model, settings, beam_fn, jit_compile)
         tokens, scores = run(ids)
-    return (tokens, scores) if return_scores else tokens
+    return (tokens, scores) if return_scores or n_best else tokens
 
 
 def beam_fn(model, settings):
@@ -141,6 +153,9 @@ def beam_fn(model, settings):
             model, encoder_token_ids, settings
         )
         longest = limits if prompt_ends is None else limits - prompt_ends
+        state, first_step = prefill_cache(
+            model, encoder_token_ids, tokens, state, settings[5], settings[-2]
+        )
         context = types.SimpleNamespace(
             model=model,
             settings=settings,
@@ -164,7 +179,7 @@ def beam_fn(model, settings):
             ops.expand_dims((1.0 - first) * NEGATIVE, 0), (batch, 1)
         )  # (B, K) log-probabilities
         loop = (
-            ops.convert_to_tensor(0, "int32"),
+            ops.convert_to_tensor(first_step, "int32"),
             tokens,
             alive_scores,
             ops.zeros((batch, beams, length + 1), "int32"),  # finished
@@ -176,15 +191,21 @@ def beam_fn(model, settings):
             lambda *loop: beam_step(context, *loop),
             loop,
         )
-        best_tokens = finished_tokens[:, 0]  # (B, L + 1)
+        if not settings[-1]:  # the best hypothesis only
+            finished_tokens = finished_tokens[:, :1]
+            finished_scores = finished_scores[:, :1]
+        kept = ops.shape(finished_tokens)[1]
+        flat = ops.reshape(finished_tokens, (batch * kept, length + 1))
         if prompt_ends is not None:
             width = min(max(extra, 1), length)
-            best_tokens = continuations(
-                best_tokens, prompt_ends[:, 0], width, length
-            )
+            ends = ops.repeat(prompt_ends[:, 0], kept, axis=0)
+            flat = continuations(flat, ends, width, length)
         else:
-            best_tokens = best_tokens[:, 1:]
-        return best_tokens, finished_scores[:, 0]
+            flat = flat[:, 1:]
+        tokens = ops.reshape(flat, (batch, kept, -1))
+        if not settings[-1]:
+            return tokens[:, 0], finished_scores[:, 0]
+        return tokens, finished_scores
 
     return run
 
@@ -196,9 +217,10 @@ def length_penalty(lengths, alpha):
 
 def beam_continues(context, step, tokens, alive_scores, _, finished, cache):
     """Whether some sentence's live hypotheses can still beat its best
-    finished one, within the length."""
+    finished one (its `K`-th best for the n-best), within the length."""
     bound = ops.max(alive_scores, axis=1) / context.longest_penalty  # (B,)
-    done = ops.greater(finished[:, 0], bound)
+    rank = context.settings[6] - 1 if context.settings[-1] else 0
+    done = ops.greater(finished[:, rank], bound)
     return ops.logical_and(
         ops.less(step, context.length), ops.logical_not(ops.all(done))
     )

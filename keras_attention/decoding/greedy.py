@@ -18,6 +18,7 @@ from keras_attention.decoding.settings import length_limits
 from keras_attention.decoding.settings import output_length
 from keras_attention.decoding.state import initial_state
 from keras_attention.decoding.state import next_token_log_probs
+from keras_attention.decoding.state import prefill
 
 
 def greedy_search(
@@ -29,6 +30,7 @@ def greedy_search(
     max_length=None,
     use_cache=True,
     jit_compile=False,
+    prefill=True,
 ):
     """Decodes by picking the most probable token at every step.
 
@@ -54,6 +56,10 @@ def greedy_search(
             steps (benchmarks/README.md), but one compilation per input
             shape. On jax the search is always compiled with XLA; torch
             runs it eagerly and refuses `True`. Defaults to `False`.
+        prefill: bool. For a decoder-only model, feed the prompts in one
+            call that fills the cache, then decode from there (`True`), or
+            feed them one token per step (`False`); the same outputs.
+            Defaults to `True`.
 
     Returns:
         int32 tensor `(B, L)`: the decoded tokens after `start_id` (after
@@ -61,7 +67,7 @@ def greedy_search(
         `end_id` and then padded with `0`.
     """
     settings = ("greedy", start_id, end_id, max_extra_length, max_length)
-    settings += (use_cache,)
+    settings += (use_cache, bool(prefill))
     run = compile_search(model, settings, greedy_fn, jit_compile)
     return run(check_sources(model, encoder_token_ids, max_length))[0]
 
@@ -88,14 +94,36 @@ def token_loop(model, settings, encoder_token_ids, choose):
     tokens, the sum of their log-probabilities and their count, end token
     included (the prompt's tokens not counted).
     """
+    context, loop = start_token_loop(model, settings, encoder_token_ids, choose)
+    length = context["length"]
+
+    def cond(step, tokens, finished, scores, lengths, self_cache):
+        return ops.logical_and(
+            ops.less(step, length), ops.logical_not(ops.all(finished))
+        )
+
+    def body(*loop):
+        return token_step(context, *loop)
+
+    _, tokens, _, scores, lengths, _ = ops.while_loop(cond, body, loop)
+    return finish_token_loop(context, tokens), scores, lengths
+
+
+def start_token_loop(model, settings, encoder_token_ids, choose):
+    """`(context, loop state)` of `token_loop`: the fixed values every step
+    reads, and `(step, tokens, finished, log P, lengths, cache)`, after
+    the prefill of a decoder-only model's prompts."""
     start_id, _, extra, _, use_cache = settings[1:6]
     batch, source_length = ops.shape(encoder_token_ids)
     length = output_length(model, source_length, settings)
     state = initial_state(model, encoder_token_ids, length, 1, use_cache)
-    prompt_lengths = None
+    prompt_lengths, first_step = None, 0
     if decoder_only(model):
         prompt_lengths = count_prompt_tokens(encoder_token_ids)  # (B,)
         tokens = initial_tokens(encoder_token_ids, start_id, length, 1)
+        state, first_step = prefill(
+            model, encoder_token_ids, tokens, state, use_cache, settings[-1]
+        )
     else:
         tokens = ops.concatenate(
             [
@@ -113,30 +141,24 @@ def token_loop(model, settings, encoder_token_ids, choose):
         prompt_lengths=prompt_lengths,
         choose=choose,
     )
-
-    def cond(step, tokens, finished, scores, lengths, self_cache):
-        return ops.logical_and(
-            ops.less(step, length), ops.logical_not(ops.all(finished))
-        )
-
-    def body(*loop):
-        return token_step(context, *loop)
-
     loop = (
-        ops.convert_to_tensor(0, "int32"),
+        ops.convert_to_tensor(first_step, "int32"),
         tokens,
         ops.zeros((batch,), "bool"),  # finished
         ops.zeros((batch,), "float32"),  # log P of the output
         ops.zeros((batch,), "int32"),  # its tokens, end included
         state[0],
     )
-    _, tokens, _, scores, lengths, _ = ops.while_loop(cond, body, loop)
-    if prompt_lengths is not None:
+    return context, loop
+
+
+def finish_token_loop(context, tokens):
+    """The token buffer `(B, L + 1)` -> the output tokens `(B, W)`."""
+    length, extra = context["length"], context["settings"][3]
+    if context["prompt_lengths"] is not None:
         width = min(max(extra, 1), length)
-        tokens = continuations(tokens, prompt_lengths, width, length)
-    else:
-        tokens = tokens[:, 1:]
-    return tokens, scores, lengths
+        return continuations(tokens, context["prompt_lengths"], width, length)
+    return tokens[:, 1:]
 
 
 def token_step(context, step, tokens, finished, scores, lengths, self_cache):

@@ -46,6 +46,7 @@ def sample(
     max_length=None,
     use_cache=True,
     jit_compile=False,
+    prefill=True,
 ):
     """Decodes by drawing every token from the model's distribution.
 
@@ -71,6 +72,8 @@ def sample(
         use_cache: bool. Use the decoder caches. Defaults to `True`.
         jit_compile: bool. XLA on tensorflow; see `greedy_search`.
             Defaults to `False`.
+        prefill: bool. Feed a decoder-only model's prompts in one call;
+            see `greedy_search`. Defaults to `True`.
 
     Returns:
         int32 tensor `(B, L)`, as `greedy_search` returns.
@@ -89,10 +92,10 @@ def sample(
         - [Holtzman et al., 2019](https://arxiv.org/abs/1904.09751)
           (top-p).
     """
-    _check_sampling(temperature, top_k, top_p)
+    check_sampling(temperature, top_k, top_p)
     ids = check_sources(model, encoder_token_ids, max_length)
     settings = ("sample", start_id, end_id, max_extra_length, max_length)
-    settings += (use_cache, float(temperature), top_k, top_p)
+    settings += (use_cache, float(temperature), top_k, top_p, bool(prefill))
     batch, source_length = ops.shape(ids)
     length = output_length(model, source_length, settings)
     uniforms = keras.random.uniform((length, batch), seed=seed)
@@ -103,22 +106,26 @@ def sample(
 def sample_fn(model, settings):
     """The sampler for `settings`: `run(encoder_token_ids, uniforms (L,
     B))` -> `(tokens, log P, lengths)`."""
-    temperature, top_k, top_p = settings[6:9]
 
     def run(encoder_token_ids, uniforms):
-        if temperature == 0.0:
-            choose = argmax_chooser
-        else:
-
-            def choose(log_probs, step):
-                probs = sampling_probabilities(
-                    log_probs, temperature, top_k, top_p
-                )
-                return draw(probs, ops.take(uniforms, step, axis=0))
-
+        choose = sampling_chooser(settings, uniforms)
         return token_loop(model, settings, encoder_token_ids, choose)
 
     return run
+
+
+def sampling_chooser(settings, uniforms):
+    """`choose(log_probs, step)` drawing with `uniforms[step]` after the
+    temperature, top-k and top-p of `settings`; argmax at temperature 0."""
+    temperature, top_k, top_p = settings[6:9]
+    if temperature == 0.0:
+        return argmax_chooser
+
+    def choose(log_probs, step):
+        probs = sampling_probabilities(log_probs, temperature, top_k, top_p)
+        return draw(probs, ops.take(uniforms, step, axis=0))
+
+    return choose
 
 
 def sampling_probabilities(log_probs, temperature=1.0, top_k=None, top_p=None):
@@ -154,7 +161,8 @@ def draw(probs, uniforms):
     return ops.minimum(token, ops.shape(probs)[-1] - 1)
 
 
-def _check_sampling(temperature, top_k, top_p):
+def check_sampling(temperature, top_k, top_p):
+    """Checks the sampling arguments, naming a bad one."""
     if (
         not isinstance(temperature, (int, float))
         or isinstance(temperature, bool)

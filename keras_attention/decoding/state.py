@@ -21,6 +21,7 @@ import keras
 from keras import ops
 
 from keras_attention.decoding.settings import NEGATIVE
+from keras_attention.decoding.settings import count_prompt_tokens
 from keras_attention.decoding.settings import decoder_only
 from keras_attention.models import transformer_base
 from keras_attention.models.transformer_base import TransformerModelBase
@@ -51,6 +52,34 @@ def initial_state(model, encoder_token_ids, length, repeats, use_cache):
         # Placeholders so the loop state has the same structure.
         self_cache = cross_cache = ops.zeros((1,), encoder_outputs.dtype)
     return self_cache, cross_cache, encoder_outputs, encoder_mask, kernel
+
+
+def prefill(model, encoder_token_ids, tokens, state, use_cache, enabled):
+    """Feeds a decoder-only model's prompts in one call that fills the
+    cache: `(state, first step)`.
+
+    The start token and the prompts but their last column, the buffer's
+    positions `0 .. W - 1` (`W` the prompts' padded width), go through one
+    `decode_step` at index 0; the loop then starts at the shortest prompt's
+    length `m`, where every row still reads its prompt, instead of at 0.
+    A row with a shorter prompt wrote padding into slots `m .. W - 1` of
+    its cache; the loop writes slot `s` at step `s` before any query reads
+    it (queries see slots up to their own), so those never count. Without
+    a cache, for an encoder-decoder model or with `enabled=False`, the loop
+    starts at 0 and feeds every prompt token on its own step: the same
+    outputs (`tests/decoding/prefill_test.py`).
+    """
+    zero = ops.convert_to_tensor(0, "int32")
+    if not (enabled and use_cache and decoder_only(model)):
+        return state, zero
+    width = ops.shape(encoder_token_ids)[1]
+    kernel = state[4]
+    # The prompt's logits are not used: with a projection (the models of
+    # this package), one column of it, not `(B, W, V)` logits.
+    extra = {} if kernel is None else {"output_kernel": kernel[:, :1]}
+    _, self_cache = model.decode_step(tokens[:, :width], 0, state[0], **extra)
+    first = ops.cast(ops.min(count_prompt_tokens(encoder_token_ids)), "int32")
+    return (self_cache,) + tuple(state[1:]), first
 
 
 def next_token_log_probs(model, step, tokens, state, use_cache, length):

@@ -484,3 +484,34 @@ def test_search_over_a_large_vocabulary_equals_one_top_k(monkeypatch):
     np.testing.assert_array_equal(
         to_numpy(blocked_scores), to_numpy(plain_scores)
     )
+
+
+def test_n_best_returns_all_beams_sorted_with_their_scores(model):
+    best, best_score = decoding.beam_search(
+        model, SOURCES, START, END, beam_size=3, return_scores=True, **SHORT
+    )
+    tokens, scores = decoding.beam_search(
+        model, SOURCES, START, END, beam_size=3, n_best=True, **SHORT
+    )
+    tokens, scores = to_numpy(tokens), to_numpy(scores)
+    assert tokens.shape[:2] == scores.shape == (3, 3)
+    assert np.all(np.diff(scores, axis=1) <= 0)  # best first
+    np.testing.assert_array_equal(tokens[:, 0], to_numpy(best))
+    np.testing.assert_allclose(scores[:, 0], to_numpy(best_score), atol=1e-5)
+    # Each hypothesis is distinct, ends with END, and its score is its
+    # log-probability under the model over the GNMT penalty.
+    encoded, mask = model.encode(SOURCES)
+    for i in range(3):
+        hypotheses = [
+            tuple(row[: list(row).index(END) + 1]) for row in tokens[i]
+        ]
+        assert len(set(hypotheses)) == 3
+        for hypothesis, score in zip(hypotheses, scores[i]):
+            inputs = np.array([[START, *hypothesis[:-1]]], "int32")
+            logits = to_numpy(
+                model.decode(inputs, encoded[i : i + 1], mask[i : i + 1])
+            )[0].astype("float64")
+            log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+            total = log_probs[np.arange(len(hypothesis)), hypothesis].sum()
+            penalty = ((5.0 + len(hypothesis)) / 6.0) ** 0.6
+            np.testing.assert_allclose(score, total / penalty, rtol=1e-4)
