@@ -51,6 +51,9 @@ from keras import ops
 
 from keras_attention.decoding.greedy import greedy_fn
 from keras_attention.decoding.loop import compile_search
+from keras_attention.decoding.rules import banned_tokens
+from keras_attention.decoding.rules import is_end
+from keras_attention.decoding.rules import make_rules
 from keras_attention.decoding.settings import DEAD
 from keras_attention.decoding.settings import NEGATIVE
 from keras_attention.decoding.settings import check_sources
@@ -82,6 +85,8 @@ def beam_search(
     jit_compile=False,
     prefill=True,
     n_best=False,
+    min_length=0,
+    no_repeat_ngram_size=0,
 ):
     """Beam search with the GNMT length penalty `((5 + |Y|) / 6) ** alpha`,
     `K` live hypotheses, a finished set of `K` and an early stop (see the
@@ -94,7 +99,8 @@ def beam_search(
         encoder_token_ids: int array `(B, S)`, `0` = padding: the sources,
             or the prompts of a decoder-only model.
         start_id: int. First decoder input token.
-        end_id: int. Token that ends a sentence.
+        end_id: int, or a list of ints: the tokens that end a sentence
+            (the length limit forces the first).
         beam_size: int. Live (and finished) hypotheses kept per sentence.
             Defaults to `4`.
         alpha: float. Length penalty exponent; `0` ranks by plain
@@ -112,6 +118,7 @@ def beam_search(
             their scores: the search then runs until no live hypothesis can
             beat the `K`-th best finished one (the best one is the same).
             Defaults to `False`.
+        min_length, no_repeat_ngram_size: as for `greedy_search`.
 
     Returns:
         int32 tensor `(B, L)` of the best hypotheses (tokens after
@@ -126,7 +133,8 @@ def beam_search(
             f"Argument `alpha` must be a number >= 0. Received: alpha={alpha!r}"
         )
     ids = check_sources(model, encoder_token_ids, max_length)
-    common = (start_id, end_id, max_extra_length, max_length, use_cache)
+    rules = make_rules(end_id, min_length, no_repeat_ngram_size)
+    common = (start_id, rules, max_extra_length, max_length, use_cache)
     if beam_size == 1:
         settings = ("greedy",) + common + (bool(prefill),)
         run = compile_search(model, settings, greedy_fn, jit_compile)
@@ -288,7 +296,8 @@ def beam_extensions(context, step, tokens, alive_scores, cache):
     2K)`, with the length limit and the prompt forcing their tokens; also
     the generated lengths, which extensions end, and the new cache."""
     batch, beams = context.batch, context.settings[6]
-    end_id, use_cache = context.settings[2], context.settings[5]
+    rules, use_cache = context.settings[2], context.settings[5]
+    end_id = rules.end_ids[0]
     logits, cache = next_token_logits(
         context.model,
         step,
@@ -298,6 +307,16 @@ def beam_extensions(context, step, tokens, alive_scores, cache):
         context.length,
     )  # (B * K, V)
     normalizers = log_normalizers(logits)  # (B * K, 1)
+    # The model's log-probabilities stay in the scores; banned tokens only
+    # leave the choice (the length limit still forces the first end id).
+    forced_end = logits[:, end_id]
+    made = step if context.prompt_ends is None else step - context.prompt_ends
+    made = ops.reshape(
+        ops.broadcast_to(ops.maximum(made, 0), (batch, beams)), (-1,)
+    )
+    banned = banned_tokens(rules, tokens, step, made, ops.shape(logits)[-1])
+    if banned is not None:
+        logits = ops.where(banned, NEGATIVE, logits)
     vocabulary_size = ops.shape(logits)[-1]
     logits = ops.reshape(logits, (batch, beams, vocabulary_size))
     normalizers = ops.reshape(normalizers, (batch, beams, 1))
@@ -314,7 +333,9 @@ def beam_extensions(context, step, tokens, alive_scores, cache):
         )
 
     # At the length limit only `end_id`.
-    end_log_probs = logits[:, :, end_id] - normalizers[:, :, 0]
+    end_log_probs = (
+        ops.reshape(forced_end, (batch, beams)) - normalizers[:, :, 0]
+    )
     forced = ops.greater_equal(step + 1, context.limits)  # (B, 1)
     extensions = only(forced, end_log_probs, end_id)
     generated, in_prompt = step + 1, None
@@ -328,7 +349,7 @@ def beam_extensions(context, step, tokens, alive_scores, cache):
             in_prompt, ops.zeros_like(end_log_probs), prompt_token
         )
         generated = ops.maximum(step + 1 - context.prompt_ends, 0)
-    ends = ops.equal(extensions[2], end_id)
+    ends = is_end(extensions[2], rules)
     if in_prompt is not None:
         ends = ops.logical_and(ends, ops.logical_not(in_prompt))
     return extensions, generated, ends, cache

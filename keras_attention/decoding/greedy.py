@@ -9,6 +9,10 @@ limit and, for a decoder-only model, the prompt force their tokens.
 from keras import ops
 
 from keras_attention.decoding.loop import compile_search
+from keras_attention.decoding.rules import banned_tokens
+from keras_attention.decoding.rules import is_end
+from keras_attention.decoding.rules import make_rules
+from keras_attention.decoding.settings import NEGATIVE
 from keras_attention.decoding.settings import check_sources
 from keras_attention.decoding.settings import continuations
 from keras_attention.decoding.settings import count_prompt_tokens
@@ -31,6 +35,8 @@ def greedy_search(
     use_cache=True,
     jit_compile=False,
     prefill=True,
+    min_length=0,
+    no_repeat_ngram_size=0,
 ):
     """Decodes by picking the most probable token at every step.
 
@@ -42,7 +48,8 @@ def greedy_search(
         encoder_token_ids: int array `(B, S)`, `0` = padding: the sources,
             or the prompts of a decoder-only model.
         start_id: int. First decoder input token.
-        end_id: int. Token that ends a sentence.
+        end_id: int, or a list of ints: the tokens that end a sentence
+            (the length limit forces the first).
         max_extra_length: int. A sentence is forced to end after
             `source_length + max_extra_length` tokens (a continuation after
             `max_extra_length`). Defaults to `50`.
@@ -60,13 +67,19 @@ def greedy_search(
             call that fills the cache, then decode from there (`True`), or
             feed them one token per step (`False`); the same outputs.
             Defaults to `True`.
+        min_length: int. Tokens a sentence has at least before its end
+            (the prompt not counted). Defaults to `0`.
+        no_repeat_ngram_size: int. If `n > 0`, no n-gram of `n` tokens
+            occurs twice in a row's tokens (prompt included). Defaults to
+            `0`.
 
     Returns:
         int32 tensor `(B, L)`: the decoded tokens after `start_id` (after
         the prompt, for a decoder-only model), each row ending with
         `end_id` and then padded with `0`.
     """
-    settings = ("greedy", start_id, end_id, max_extra_length, max_length)
+    rules = make_rules(end_id, min_length, no_repeat_ngram_size)
+    settings = ("greedy", start_id, rules, max_extra_length, max_length)
     settings += (use_cache, bool(prefill))
     run = compile_search(model, settings, greedy_fn, jit_compile)
     return run(check_sources(model, encoder_token_ids, max_length))[0]
@@ -163,7 +176,7 @@ def finish_token_loop(context, tokens):
 
 def token_step(context, step, tokens, finished, scores, lengths, self_cache):
     """One step of `token_loop`: choose, force, record."""
-    end_id, use_cache = context["settings"][2], context["settings"][5]
+    rules, use_cache = context["settings"][2], context["settings"][5]
     log_probs, self_cache = next_token_log_probs(
         context["model"],
         step,
@@ -172,9 +185,15 @@ def token_step(context, step, tokens, finished, scores, lengths, self_cache):
         use_cache,
         context["length"],
     )
-    chosen = context["choose"](log_probs, step)
+    banned = banned_tokens(
+        rules, tokens, step, lengths, ops.shape(log_probs)[-1]
+    )
+    allowed = log_probs
+    if banned is not None:
+        allowed = ops.where(banned, NEGATIVE, log_probs)
+    chosen = context["choose"](allowed, step)
     forced = ops.greater_equal(step + 1, context["limits"])
-    chosen = ops.where(forced, end_id, chosen)
+    chosen = ops.where(forced, rules.end_ids[0], chosen)
     counted = ops.logical_not(finished)
     in_prompt = None
     if context["prompt_lengths"] is not None:
@@ -190,7 +209,7 @@ def token_step(context, step, tokens, finished, scores, lengths, self_cache):
     lengths = lengths + ops.cast(counted, "int32")
     chosen = ops.where(finished, 0, chosen)
     tokens = ops.slice_update(tokens, [0, step + 1], ops.expand_dims(chosen, 1))
-    ends = ops.equal(chosen, end_id)
+    ends = is_end(chosen, rules)
     if in_prompt is not None:
         ends = ops.logical_and(ends, ops.logical_not(in_prompt))
     finished = ops.logical_or(finished, ends)

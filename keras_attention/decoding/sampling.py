@@ -28,6 +28,7 @@ from keras import ops
 from keras_attention.decoding.greedy import argmax_chooser
 from keras_attention.decoding.greedy import token_loop
 from keras_attention.decoding.loop import compile_search
+from keras_attention.decoding.rules import make_rules
 from keras_attention.decoding.settings import check_sources
 from keras_attention.decoding.settings import output_length
 from keras_attention.utils.validation import check_positive_int
@@ -47,6 +48,8 @@ def sample(
     use_cache=True,
     jit_compile=False,
     prefill=True,
+    min_length=0,
+    no_repeat_ngram_size=0,
 ):
     """Decodes by drawing every token from the model's distribution.
 
@@ -57,7 +60,8 @@ def sample(
         encoder_token_ids: int array `(B, S)`, `0` = padding: the sources,
             or the prompts of a decoder-only model.
         start_id: int. First decoder input token.
-        end_id: int. Token that ends a sentence.
+        end_id: int, or a list of ints: the tokens that end a sentence
+            (the length limit forces the first).
         temperature: float `>= 0`. Divides the log-probabilities; `0` is
             greedy search. Defaults to `1.0`.
         top_k: int or `None`. Draw among the `top_k` most probable tokens
@@ -74,6 +78,7 @@ def sample(
             Defaults to `False`.
         prefill: bool. Feed a decoder-only model's prompts in one call;
             see `greedy_search`. Defaults to `True`.
+        min_length, no_repeat_ngram_size: as for `greedy_search`.
 
     Returns:
         int32 tensor `(B, L)`, as `greedy_search` returns.
@@ -94,7 +99,8 @@ def sample(
     """
     check_sampling(temperature, top_k, top_p)
     ids = check_sources(model, encoder_token_ids, max_length)
-    settings = ("sample", start_id, end_id, max_extra_length, max_length)
+    rules = make_rules(end_id, min_length, no_repeat_ngram_size)
+    settings = ("sample", start_id, rules, max_extra_length, max_length)
     settings += (use_cache, float(temperature), top_k, top_p, bool(prefill))
     batch, source_length = ops.shape(ids)
     length = output_length(model, source_length, settings)

@@ -110,17 +110,18 @@ def strip_special(tokens, end_id):
 
     Args:
         tokens: int array `(B, L)` from `greedy_search` or `beam_search`.
-        end_id: int.
+        end_id: int, or a list of ints (several end ids).
 
     Returns:
         A list of `B` lists of ints, without `end_id` and padding.
     """
     rows = np.asarray(ops.convert_to_numpy(tokens))
+    stops = {0, end_id} if isinstance(end_id, int) else {0, *end_id}
     result = []
     for row in rows:
         ids = []
         for token in row.tolist():
-            if token == end_id or token == 0:
+            if token in stops:
                 break
             ids.append(token)
         result.append(ids)

@@ -14,6 +14,7 @@ from keras import ops
 
 from keras_attention.decoding.greedy import start_token_loop
 from keras_attention.decoding.greedy import token_step
+from keras_attention.decoding.rules import make_rules
 from keras_attention.decoding.sampling import check_sampling
 from keras_attention.decoding.sampling import sampling_chooser
 from keras_attention.decoding.settings import check_sources
@@ -31,6 +32,8 @@ def stream(
     seed=None,
     max_extra_length=50,
     max_length=None,
+    min_length=0,
+    no_repeat_ngram_size=0,
 ):
     """Yields each step's new tokens as they are produced.
 
@@ -45,11 +48,13 @@ def stream(
         encoder_token_ids: int array `(B, S)`, `0` = padding: the sources,
             or the prompts of a decoder-only model.
         start_id: int. First decoder input token.
-        end_id: int. Token that ends a sentence.
+        end_id: int, or a list of ints: the tokens that end a sentence
+            (the length limit forces the first).
         temperature, top_k, top_p, seed: as for `sample`. Defaults to
             greedy search.
         max_extra_length: int. Defaults to `50`; see `greedy_search`.
         max_length: int. Defaults to the model's `max_sequence_length`.
+        min_length, no_repeat_ngram_size: as for `greedy_search`.
 
     Yields:
         int32 NumPy arrays `(B,)`: at every step where some row produced
@@ -68,7 +73,8 @@ def stream(
     """
     check_sampling(temperature, top_k, top_p)
     ids = check_sources(model, encoder_token_ids, max_length)
-    settings = ("stream", start_id, end_id, max_extra_length, max_length)
+    rules = make_rules(end_id, min_length, no_repeat_ngram_size)
+    settings = ("stream", start_id, rules, max_extra_length, max_length)
     settings += (True, float(temperature), top_k, top_p, True)
     batch, source_length = ops.shape(ids)
     length = output_length(model, source_length, settings)
