@@ -8,8 +8,10 @@
 - `strip_special`: decoded ids cut at the end token.
 
 Every search runs on the models' public protocol, `initial_cache` and
-`decode_step` (`decoding.state`), and loops with `keras.ops.while_loop`,
-compiled on tensorflow and jax (`decoding.loop`).
+`decode_step` (`decoding.state`), prefills a decoder-only model's prompts
+in one call, follows `decoding.rules` (several end ids, `min_length`,
+`no_repeat_ngram_size`), and loops with `keras.ops.while_loop`, compiled
+on tensorflow and jax (`decoding.loop`).
 """
 
 from keras_attention.decoding.beam import beam_search
