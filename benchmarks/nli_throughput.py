@@ -1,30 +1,38 @@
-"""Training throughput of the NLI models, side by side, in one process.
+"""Training throughput of the NLI models: the application's settings, side
+by side, in one process.
 
-Trains each model of the NLI application (mean of word vectors, the
-decomposable attention model without and with intra-sentence attention,
-and the ReSAN classifier with its REINFORCE-trained token samplers) on the
-same sentence pairs with `model.fit`, and reports training sentence pairs
-per second. Each model runs with length-bucketed batches
-(`keras_attention.data.BucketedBatches`, widths in steps of 8) and, with
-`--padded`, also with every batch padded to the longest sentence of the
-corpus (the application's layout before bucketing), which shows what
-bucketing saves.
+Each model of the NLI application (mean of word vectors, the decomposable
+attention model without and with intra-sentence attention, and the ReSAN
+classifier with its REINFORCE-trained token samplers) is built and
+compiled exactly as `applications/nli/train.py` builds it (its
+`build_model`, optimizer included), once per setting, and trained with
+`model.fit` on the same SNLI training pairs in the application's
+length-bucketed batches. A setting is a list of the application's flags:
 
-Every configuration first fits one warm-up epoch over the timed pairs (so
-that each batch width is compiled), then the configurations are timed
-round-robin, `--repeats` times (A, B, C, A, B, C, ...), one epoch over the
-same pairs each time; the table gives the median and the spread.
+- `old`: the defaults before they changed (`--batch-size 32
+  --mixed-precision none --jit-compile auto --no-per-input-widths`);
+- `new`: the application's defaults today (no flags);
+- any other: `--setting "name=--batch-size 128 --jit-compile true"`.
+
+Every (model, setting) first fits one warm-up epoch over the timed pairs
+(so that each batch width is compiled); then one epoch of each is timed
+round-robin, `--repeats` times, the order rotating every round
+(`common.time_interleaved`). The table gives the median pairs per second,
+the range, and each setting's median ratio to the first setting, paired
+round by round.
 
 Usage (from the repository root):
 
     KERAS_ATTENTION_DATA=DATA python benchmarks/nli_throughput.py \\
-        --backend tensorflow --pairs 1600 --repeats 3
+        --backend tensorflow --pairs 2048 --repeats 5
 
 Writes `benchmarks/results/nli_throughput_<backend>.json` and `.md`.
 """
 
 import argparse
+import importlib.util
 import os
+import shlex
 import statistics
 import sys
 import time
@@ -34,196 +42,181 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
 MODELS = ("bow", "decomposable", "decomposable_intra", "resan")
+OLD_DEFAULTS = (
+    "--batch-size 32 --mixed-precision none --jit-compile auto "
+    "--no-per-input-widths"
+)
+SETTINGS = {"old": OLD_DEFAULTS, "new": ""}
+APPLICATION = os.path.join(common.REPO_ROOT, "applications", "nli", "train.py")
 
 
-def load_pairs(dataset, data_dir, num_pairs):
-    """Token ids `{"premise", "hypothesis"}`, labels and the embeddings."""
-    import numpy as np
-
-    from keras_attention import data
-
-    if dataset == "snli":
-        rows = data.load_snli("train", data_dir=data_dir)
-        premises, hypotheses = rows["premise"], rows["hypothesis"]
-        labels = rows["label"]
-    else:
-        rows = data.load_sick("train", data_dir=data_dir)
-        premises, hypotheses = rows["sentence_a"], rows["sentence_b"]
-        labels = rows["entailment"]
-    premises = [data.tokenize(s) for s in premises[:num_pairs]]
-    hypotheses = [data.tokenize(s) for s in hypotheses[:num_pairs]]
-    vocabulary = data.build_vocabulary(premises + hypotheses)
-    index = {word: i for i, word in enumerate(vocabulary)}
-    length = max(len(s) for s in premises + hypotheses)
-
-    def ids(sentences):
-        array = np.zeros((len(sentences), length), "int32")
-        for row, sentence in enumerate(sentences):
-            array[row, : len(sentence)] = [index.get(w, 1) for w in sentence]
-        return array
-
-    matrix, _ = data.load_glove(vocabulary, data_dir=data_dir)
-    matrix[0] = 0.0
-    inputs = {"premise": ids(premises), "hypothesis": ids(hypotheses)}
-    return inputs, data.encode_labels(labels[:num_pairs]), matrix, length
+def load_application():
+    spec = importlib.util.spec_from_file_location("nli_train", APPLICATION)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def build(name, matrix, seed):
-    import keras
+def parse_settings(texts):
+    """`["old", "new", "name=--flag value"]` -> `{name: flags}`."""
+    settings = {}
+    for text in texts:
+        name, _, flags = text.partition("=")
+        if not _ and name not in SETTINGS:
+            raise SystemExit(
+                f"--setting: {name!r} is neither {sorted(SETTINGS)} nor "
+                "name=FLAGS"
+            )
+        settings[name] = flags if _ else SETTINGS[name]
+    return settings
 
-    from keras_attention import models
 
-    kwargs = {
-        "vocabulary_size": matrix.shape[0],
-        "embeddings": matrix,
-        "hidden_dim": 200,
-        "dropout": 0.2,
-        "seed": seed,
-    }
-    if name == "resan":
-        model = models.ReSANClassifier(**kwargs)
-    elif name == "bow":
-        model = models.bag_of_words_model(**kwargs)
-    else:
-        model = models.decomposable_attention_model(
-            intra_attention=name == "decomposable_intra", **kwargs
-        )
-    model.compile(
-        optimizer=keras.optimizers.Adam(1e-3),
-        loss="sparse_categorical_crossentropy",
-    )
-    return model
+def model_flags(name):
+    if name == "decomposable_intra":
+        return ["--model", "decomposable", "--intra"]
+    return ["--model", name]
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default="tensorflow")
-    parser.add_argument("--dataset", choices=("snli", "sick"), default="snli")
     parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--pairs", type=int, default=1600)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--pairs", type=int, default=2048)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument(
-        "--padded",
-        action="store_true",
-        help="Also time every model on batches padded to the longest sentence.",
+        "--setting",
+        action="append",
+        help="old, new, or name=FLAGS (repeatable; default: old and new).",
     )
-    parser.add_argument("--seed", type=int, default=1337)
     parser.add_argument("--json-out", default=None)
     args = parser.parse_args(argv)
     names = [n for n in args.models.split(",") if n]
     unknown = sorted(set(names) - set(MODELS))
     if unknown:
         parser.error(f"--models: unknown {unknown}; choose from {MODELS}")
+    settings = parse_settings(args.setting or ["old", "new"])
 
     common.set_backend(args.backend)
     import keras
-    import numpy as np
 
-    from keras_attention.data import BucketedBatches
+    from keras_attention import training
+    from keras_attention.training import pair_tasks
 
-    inputs, labels, matrix, length = load_pairs(
-        args.dataset, args.data_dir, args.pairs
+    train = load_application()
+    base = ["--data-dir", args.data_dir] if args.data_dir else []
+    arrays, vocabulary, matrix, info = train.prepare_data(
+        train.parse_args(base)
     )
-    layouts = {"bucketed": 8}
-    if args.padded:
-        layouts["padded"] = length  # one width: the longest sentence
+    x, y = arrays["train"]
+    x = {key: ids[: args.pairs] for key, ids in x.items()}
+    y = y[: args.pairs]
+    pairs = len(y)
 
     configurations = []
     for name in names:
-        for layout, step in layouts.items():
-            keras.utils.set_random_seed(args.seed)
-            batches = BucketedBatches(
-                inputs,
-                labels,
-                batch_size=args.batch_size,
-                width_step=step,
-                shuffle=False,
+        for setting, flags in settings.items():
+            config = train.parse_args(
+                base + model_flags(name) + shlex.split(flags)
             )
-            model = build(name, matrix, args.seed)
-            start = time.perf_counter()
-            model.fit(batches.as_dataset(), epochs=1, verbose=0)
-            warmup = time.perf_counter() - start
+            training.set_mixed_precision(config.mixed_precision)
+            keras.utils.set_random_seed(config.seed)
+            model = train.build_model(config, arrays, vocabulary, matrix)
+            batches = pair_tasks.bucketed(x, y, config)
             configurations.append(
                 {
                     "model": name,
-                    "layout": layout,
-                    "batches": batches,
+                    "setting": setting,
+                    "flags": flags,
+                    "batch_size": config.batch_size,
+                    "mixed_precision": config.mixed_precision,
+                    "jit_compile": config.jit_compile,
                     "keras_model": model,
-                    "warmup_seconds": warmup,
-                    "seconds": [],
+                    "batches": batches,
                 }
             )
-            print(f"{name} ({layout}): warm-up {warmup:.1f} s", flush=True)
-
-    for _ in range(args.repeats):
-        for configuration in configurations:
-            dataset = configuration["batches"].as_dataset()
+            training.set_mixed_precision("none")
             start = time.perf_counter()
-            configuration["keras_model"].fit(dataset, epochs=1, verbose=0)
-            configuration["seconds"].append(time.perf_counter() - start)
+            model.fit(batches.as_dataset(), epochs=1, verbose=0)
+            warmup = time.perf_counter() - start
+            configurations[-1]["warmup_seconds"] = warmup
+            print(f"{name} {setting}: warm-up {warmup:.1f} s", flush=True)
 
+    def step(configuration):
+        def run():
+            dataset = configuration["batches"].as_dataset()
+            configuration["keras_model"].fit(dataset, epochs=1, verbose=0)
+
+        return run
+
+    times = common.time_interleaved(
+        [step(c) for c in configurations], args.repeats
+    )
     results = []
-    for configuration in configurations:
-        seconds = configuration["seconds"]
-        median = statistics.median(seconds)
-        model = configuration["keras_model"]
+    first = {}
+    for configuration, seconds in zip(configurations, times):
+        model = configuration.pop("keras_model")
+        configuration.pop("batches")
+        rates = [pairs / s for s in seconds]
+        first.setdefault(configuration["model"], seconds)
+        ratios = [
+            base_s / s
+            for base_s, s in zip(first[configuration["model"]], seconds)
+        ]
         results.append(
             {
-                "model": configuration["model"],
-                "layout": configuration["layout"],
-                "pairs_per_second": args.pairs / median,
-                "pairs_per_second_all": [args.pairs / s for s in seconds],
+                **configuration,
+                "pairs_per_second": statistics.median(rates),
+                "pairs_per_second_all": rates,
+                "ratio_to_first_setting": statistics.median(ratios),
+                "ratios_by_round": ratios,
                 "seconds_per_epoch": seconds,
-                "warmup_seconds": configuration["warmup_seconds"],
-                "trainable_parameters": int(
-                    sum(np.prod(w.shape) for w in model.trainable_weights)
-                ),
+                "trainable_parameters": pair_tasks.trainable_parameters(model),
             }
         )
     report = {
         "benchmark": "nli_throughput",
         "backend": args.backend,
-        "dataset": args.dataset,
-        "pairs": args.pairs,
-        "batch_size": args.batch_size,
-        "padded_length": length,
+        "pairs": pairs,
         "repeats": args.repeats,
+        "settings": settings,
+        "padded_length": info["padded_length"],
         "environment": common.environment(args.backend),
         "results": results,
     }
-    fastest = max(r["pairs_per_second"] for r in results)
     rows = [
         (
             r["model"],
-            r["layout"],
-            f"{r['trainable_parameters']:,}",
+            r["setting"],
+            f"`{r['flags'] or '(defaults)'}`",
             f"{r['pairs_per_second']:.0f}",
             f"{min(r['pairs_per_second_all']):.0f}-"
             f"{max(r['pairs_per_second_all']):.0f}",
-            f"{r['pairs_per_second'] / fastest:.2f}",
+            f"{r['ratio_to_first_setting']:.2f}",
         )
         for r in results
     ]
     table = common.markdown_table(
         (
             "model",
-            "batches",
-            "trainable parameters",
+            "setting",
+            "flags",
             "pairs/s (median)",
             "range",
-            "vs fastest",
+            f"vs {next(iter(settings))} (paired median)",
         ),
         rows,
     )
+    command = " ".join(
+        ["python benchmarks/nli_throughput.py", "--backend", args.backend]
+        + ["--pairs", str(args.pairs), "--repeats", str(args.repeats)]
+        + ["--models", ",".join(names)]
+        + [f"--setting {shlex.quote(s)}" for s in (args.setting or [])]
+    )
     header = (
-        f"# NLI training throughput ({args.backend}, {args.dataset}, "
-        f"{args.pairs} training pairs, batch {args.batch_size}, "
-        f"{args.repeats} interleaved repeats)\n\n"
-        f"`python benchmarks/nli_throughput.py --backend {args.backend} "
-        f"--dataset {args.dataset} --pairs {args.pairs} --repeats "
-        f"{args.repeats}{' --padded' if args.padded else ''}`\n\n"
+        f"# NLI training throughput ({args.backend}, the application's "
+        f"settings, {pairs} SNLI training pairs, {args.repeats} interleaved "
+        f"repeats)\n\n`{command}`\n\n"
         f"Load average at the end: "
         f"{report['environment']['load_average_1_5_15min']}.\n\n"
     )

@@ -131,6 +131,12 @@ class Config:
     trainable_embeddings: bool = False
     max_length: int = cli.flag(40, "Longer sentences are cut.", minimum=1)
     bucket_width: int = 8
+    per_input_widths: bool = cli.flag(
+        True,
+        "Bucket and cut the two sentences of a pair each to its own width "
+        "(a short second sentence is not padded to the first's length); "
+        "--no-per-input-widths pads both to the longer, as before.",
+    )
     time_limit_minutes: float = cli.flag(28.0, "Stop training after this long.")
     output_dir: str = "runs/relatedness"
     seed: int = 1337

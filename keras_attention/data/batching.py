@@ -74,6 +74,11 @@ class BucketedBatches:
             `batch_size`): about the same number of padded tokens each.
         cut_targets: bool. `targets` are token ids `(num_examples, length)`
             cut to the batch's width like the inputs (sequence labels).
+        per_input_widths: bool. Bucket by each input's own length instead
+            of the longest: a bucket is a tuple of widths, one per input,
+            and each input is cut to its own (a short hypothesis is not
+            padded to its premise's length). Not with `widths`,
+            `tokens_per_batch` or `cut_targets`. Defaults to `False`.
 
     Example:
 
@@ -97,6 +102,7 @@ class BucketedBatches:
         widths=None,
         tokens_per_batch=None,
         cut_targets=False,
+        per_input_widths=False,
     ):
         check_positive_int("batch_size", batch_size)
         check_positive_int("width_step", width_step)
@@ -132,6 +138,22 @@ class BucketedBatches:
             )
 
         self.length = next(iter(self.inputs.values())).shape[1]
+        self.per_input_widths = per_input_widths
+        if per_input_widths:
+            if widths is not None or tokens_per_batch or cut_targets:
+                raise ValueError(
+                    "`per_input_widths=True` takes the widths from "
+                    "`width_step` alone. Received: "
+                    f"widths={widths!r}, tokens_per_batch="
+                    f"{tokens_per_batch!r}, cut_targets={cut_targets!r}"
+                )
+            self.example_widths = self._per_input_widths(width_step)
+            self.widths = sorted(set(self.example_widths))
+            position = {width: i for i, width in enumerate(self.widths)}
+            self._bucket_of = np.array(
+                [position[width] for width in self.example_widths]
+            )
+            return
         longest = np.max(
             [padded_lengths(ids) for ids in self.inputs.values()], axis=0
         )
@@ -143,6 +165,15 @@ class BucketedBatches:
         else:
             self.example_widths = self._narrowest(widths, longest)
         self.widths = sorted(set(self.example_widths.tolist()))
+
+    def _per_input_widths(self, width_step):
+        """Each example's bucket: a tuple of one width per input, each its
+        length rounded up to a multiple of `width_step`."""
+        columns = []
+        for ids in self.inputs.values():
+            steps = np.maximum(1, -(-padded_lengths(ids) // width_step))
+            columns.append(np.minimum(steps * width_step, self.length))
+        return [tuple(int(w) for w in row) for row in zip(*columns)]
 
     @staticmethod
     def _narrowest(widths, longest):
@@ -186,7 +217,7 @@ class BucketedBatches:
         rng = np.random.default_rng([self.seed, epoch])
         batches = []
         for width in self.widths:
-            rows = np.flatnonzero(self.example_widths == width)
+            rows = np.flatnonzero(self._in_bucket(width))
             if self.shuffle:
                 rows = rng.permutation(rows)
             size = self.size_of(width)
@@ -199,19 +230,30 @@ class BucketedBatches:
             batches = [batches[i] for i in rng.permutation(len(batches))]
         return batches
 
+    def _in_bucket(self, width):
+        if self.per_input_widths:
+            return self._bucket_of == self.widths.index(width)
+        return self.example_widths == width
+
     def __len__(self):
         """Batches per epoch (the same for every epoch)."""
         return len(self.batches(epoch=0))
 
     def batch(self, rows, width):
-        """The arrays of one batch: `x` or `(x, y)`."""
-        x = {name: ids[rows, :width] for name, ids in self.inputs.items()}
+        """The arrays of one batch: `x` or `(x, y)`; `width` is one width,
+        or one per input (`per_input_widths`)."""
+        if not self.per_input_widths:
+            width = (width,) * len(self.inputs)
+        x = {
+            name: ids[rows, :input_width]
+            for (name, ids), input_width in zip(self.inputs.items(), width)
+        }
         if self.single_input:
             x = x["inputs"]
         if self.targets is None:
             return x
         if self.cut_targets:
-            return x, self.targets[rows, :width]
+            return x, self.targets[rows, : width[0]]
         return x, self.targets[rows]
 
     def as_dataset(self, epochs=1, initial_epoch=0, new_order_per_pass=False):

@@ -132,6 +132,11 @@ def multi_dimensional_attention(
     return _blocked(query, key, value, mask, tanh_scale, block_size)
 
 
+# Up to this `tanh_scale`, exp of a score cannot overflow float32, even
+# summed over millions of keys, so the softmax needs no shift by its max.
+MAX_UNSHIFTED_SCALE = 20.0
+
+
 def _attend(query, key, value, mask, tanh_scale, return_weights=False):
     dtype = query.dtype
     scale = ops.cast(tanh_scale, dtype)
@@ -140,12 +145,24 @@ def _attend(query, key, value, mask, tanh_scale, return_weights=False):
     logits = scale * ops.tanh(logits / scale)
     if mask is not None:
         mask = ops.expand_dims(mask, -1)  # (B, T, S, 1)
-    weights = masked_softmax(logits, mask, axis=2)
-    # (B, T, S, F) * (B, 1, S, F), summed over S -> (B, T, F)
-    output = ops.sum(weights * ops.expand_dims(value, 1), axis=2)
-    if return_weights:
-        return output, weights
-    return output
+    if return_weights or tanh_scale > MAX_UNSHIFTED_SCALE:
+        weights = masked_softmax(logits, mask, axis=2)
+        # (B, T, S, F) * (B, 1, S, F), summed over S -> (B, T, F)
+        output = ops.sum(weights * ops.expand_dims(value, 1), axis=2)
+        return (output, weights) if return_weights else output
+    # The scores lie in [-c, c]: the softmax's numerator and denominator
+    # are summed over S directly, and the (B, T, S, F) weights are never
+    # divided out (the fast path; `test_fast_path_matches_the_softmax`).
+    compute = "float32" if dtype in ("float16", "bfloat16") else dtype
+    scores = ops.exp(ops.cast(logits, compute))  # (B, T, S, F)
+    if mask is not None:
+        scores = ops.where(mask, scores, ops.zeros((), compute))
+    values = ops.expand_dims(ops.cast(value, compute), 1)  # (B, 1, S, F)
+    numerator = ops.sum(scores * values, axis=2)  # (B, T, F)
+    denominator = ops.sum(scores, axis=2)  # (B, T, F)
+    # A query with every key masked: 0 / 1, a zero output.
+    denominator = ops.where(denominator > 0, denominator, 1.0)
+    return ops.cast(numerator / denominator, dtype)
 
 
 def _blocked(query, key, value, mask, tanh_scale, block_size):

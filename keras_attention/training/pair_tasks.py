@@ -189,9 +189,10 @@ def bucketed(x, y, config, shuffle=False):
     """Length-bucketed batches of `config.batch_size` pairs.
 
     Widths are multiples of `config.bucket_width` (0: every batch padded to
-    the longest sentence). Training batches are shuffled with one order per
-    epoch drawn from the seed; under jax DataParallel only full batches are
-    kept, so that every batch divides among the devices.
+    the longest sentence), one per sentence with `config.per_input_widths`.
+    Training batches are shuffled with one order per epoch drawn from the
+    seed; under jax DataParallel only full batches are kept, so that every
+    batch divides among the devices.
     """
     return data.BucketedBatches(
         x,
@@ -201,6 +202,7 @@ def bucketed(x, y, config, shuffle=False):
         shuffle=shuffle,
         seed=config.seed,
         drop_remainder=shuffle and strategies.batch_multiple() > 1,
+        per_input_widths=config.per_input_widths,
     )
 
 

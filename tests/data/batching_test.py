@@ -265,3 +265,36 @@ def test_predict_in_buckets_refuses_outputs_that_follow_the_width():
     model = keras.Model(tokens, keras.layers.Embedding(10, 2)(tokens))
     with pytest.raises(ValueError, match="same shape per example"):
         predict_in_buckets(model, inputs, batch_size=1, width_step=2)
+
+
+def test_per_input_widths_cut_each_input_to_its_own_bucket():
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 13, size=(2, 40))
+    first, second = (
+        np.where(np.arange(12) < n[:, None], 5, 0) for n in lengths
+    )
+    batches = BucketedBatches(
+        {"first": first, "second": second},
+        np.arange(40),
+        batch_size=4,
+        width_step=4,
+        seed=3,
+        per_input_widths=True,
+    )
+    seen = []
+    for rows, widths in batches.batches(epoch=1):
+        x, y = batches.batch(rows, widths)
+        seen += y.tolist()
+        for name, lengths_of, width in zip(x, lengths, widths):
+            # Each input: its own width, the smallest step that holds it.
+            assert x[name].shape == (len(rows), width)
+            assert width == 4 * -(-lengths_of[rows].max() // 4)
+            assert np.all(lengths_of[rows] > width - 4)
+    assert sorted(seen) == list(range(40))
+    assert any(a != b for a, b in batches.widths)
+    with pytest.raises(ValueError, match="per_input_widths"):
+        BucketedBatches(
+            {"first": first, "second": second},
+            per_input_widths=True,
+            tokens_per_batch=64,
+        )

@@ -70,6 +70,44 @@ def test_matches_numpy_reference():
     np.testing.assert_array_equal(to_numpy(output)[:, 0], 0.0)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_fast_path_matches_the_softmax(dtype):
+    # Without the weights, the output sums the softmax's numerator and
+    # denominator over the keys (no max shift, the scores being bounded);
+    # with them, it goes through `masked_softmax`. Fully masked rows (the
+    # first under a forward mask, and all of the second example's third
+    # query) give zeros both ways; values and gradients agree.
+    q, k, v = (
+        ops.cast(RNG.normal(size=(2, 6, 5)) * 3, dtype) for _ in range(3)
+    )
+    mask = numpy_directional_mask(6, "forward")[None] & (
+        RNG.random((2, 6, 6)) > 0.2
+    )
+    mask[1, 2] = False
+    fast = multi_dimensional_attention(q, k, v, mask=mask)
+    softmax, _ = multi_dimensional_attention(
+        q, k, v, mask=mask, return_attention_scores=True
+    )
+    # bfloat16: about two units in the last place (8 bits of mantissa).
+    tolerance = {"atol": 1e-5}
+    if dtype == "bfloat16":
+        tolerance = {"rtol": 2**-6, "atol": 2e-2}
+    fast = to_numpy(ops.cast(fast, "float32"))
+    np.testing.assert_allclose(
+        fast, to_numpy(ops.cast(softmax, "float32")), **tolerance
+    )
+    np.testing.assert_array_equal(fast[:, 0], 0.0)
+    np.testing.assert_array_equal(fast[1, 2], 0.0)
+    expected = numpy_multi_dimensional_attention(
+        *(
+            to_numpy(ops.cast(x, "float32")).astype("float64")
+            for x in (q, k, v)
+        ),
+        mask,
+    )[0]
+    np.testing.assert_allclose(fast, expected, **tolerance)
+
+
 @pytest.mark.parametrize("block_size", [1, 3, 7])
 def test_blocked_equals_unblocked(block_size):
     q, k, v = (RNG.normal(size=(2, 7, 3)).astype("float32") for _ in "qkv")
