@@ -1,6 +1,6 @@
 """The GNMT search's choice of the 2K best extensions: all `K * V` scores
 and one `ops.top_k` against the blocks that `decoding.search` takes
-(`search._extensions_in_one_top_k` and `search._extensions_by_blocks`), on
+(`beam.extensions_in_one_top_k` and `beam.best_extensions`), on
 the shapes the search sees.
 
 Usage: python benchmarks/top_k.py [--backend tensorflow] [--batch 16]
@@ -40,10 +40,10 @@ def main():
     import numpy as np
     from keras import ops
 
-    from keras_attention.decoding import search
+    from keras_attention.decoding import beam
 
     k = 2 * args.beam
-    width = search._block_width(args.vocabulary, 2)
+    width = beam.block_width(args.vocabulary, 2)
     rng = np.random.default_rng(0)
     shape = (args.steps, args.batch, args.beam, args.vocabulary)
     logits = (4 * rng.normal(size=shape)).astype("float32")
@@ -52,10 +52,11 @@ def main():
     inputs = [ops.convert_to_tensor(x) for x in (logits, normalizers, alive)]
 
     def plain(*step_inputs):
-        return search._extensions_in_one_top_k(*step_inputs, k)
+        return beam.extensions_in_one_top_k(*step_inputs, k)
 
     def blocked(*step_inputs):
-        return search._extensions_by_blocks(*step_inputs, k, width)
+        # The blocks, where they pay (every case this benchmark runs).
+        return beam.best_extensions(*step_inputs, k)
 
     for step in range(args.steps):
         step_inputs = [x[step] for x in inputs]
