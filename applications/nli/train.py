@@ -87,12 +87,7 @@ class Config:
     )
     data_dir: str = None
     epochs: int = cli.flag(30, default_text="30, or 1 with --smoke")
-    batch_size: int = cli.flag(
-        None,
-        "Pairs per batch.",
-        default_text="128 for resan (the authors' SNLI batch), 32 otherwise",
-        minimum=1,
-    )
+    batch_size: int = cli.flag(32, "Pairs per batch.", minimum=1)
     optimizer: str = cli.flag(
         "adam", "adam, or adagrad (the paper's).", ("adam", "adagrad")
     )
@@ -480,16 +475,10 @@ def check_flags(config):
     return None
 
 
-DEFAULT_BATCH_SIZES = {"resan": 128}
-
-
 def parse_args(argv=None):
-    config = cli.parse_config(
+    return cli.parse_config(
         Config, argv, description=__doc__.split("\n")[0], check=check_flags
     )
-    if config.batch_size is None:
-        config.batch_size = DEFAULT_BATCH_SIZES.get(config.model, 32)
-    return config
 
 
 if __name__ == "__main__":
