@@ -171,12 +171,19 @@ def test_bucketed_batches_cover_every_pair_once_and_cut_padding():
     batches = pair_tasks.bucketed(x, y, config, shuffle=True)
     rows = np.concatenate([r for r, _ in batches.batches(epoch=0)])
     assert sorted(rows.tolist()) == list(range(len(y)))
+    # One width per sentence by default (premise, hypothesis).
     widths = {w for _, w in batches.batches(epoch=0)}
-    assert min(widths) < info["padded_length"]
+    assert min(min(w) for w in widths) < info["padded_length"]
+    assert any(p != h for p, h in widths)
+    longest = pair_tasks.bucketed(
+        x, y, train.parse_args(["--smoke", "--no-per-input-widths"])
+    )
+    assert all(isinstance(w, int) for w in longest.widths)
+    length = info["padded_length"]
     padded = pair_tasks.bucketed(
         x, y, train.parse_args(["--smoke", "--bucket-width", "0"])
     )
-    assert padded.widths == [info["padded_length"]]
+    assert padded.widths == [(length, length)]
 
 
 @needs_data
