@@ -37,7 +37,6 @@ import dataclasses
 import json
 import os
 import sys
-import time
 
 import keras
 import numpy as np
@@ -220,23 +219,19 @@ def make_optimizer(config):
 
 
 class DevCorrelation(keras.callbacks.Callback):
-    """Dev Pearson r after each epoch; keeps the best model; time limit.
+    """Dev Pearson r after each epoch; keeps the best model.
 
     With a moving average of the weights (`--ema-momentum`), the averaged
     model is the one evaluated and kept; the r of the trained weights is
     recorded beside it (`raw_history`), so one run measures both.
     """
 
-    def __init__(self, x, scores, path, seconds):
+    def __init__(self, x, scores, path):
         super().__init__()
         self.x, self.scores, self.path = x, scores, path
-        self.seconds = seconds
         self.best = -np.inf
         self.history = []
         self.raw_history = []
-
-    def on_train_begin(self, logs=None):
-        self.start = time.perf_counter()
 
     # Backed up with the model, so that a resumed run keeps a better
     # checkpoint from before the interruption and reports every epoch.
@@ -271,9 +266,6 @@ class DevCorrelation(keras.callbacks.Callback):
             if score > self.best or not os.path.exists(self.path):
                 self.best = max(self.best, score)
                 files.atomic_save(self.model, self.path)
-        if time.perf_counter() - self.start > self.seconds:
-            print("Time limit reached; stopping.")
-            self.model.stop_training = True
 
 
 def build_model(config, arrays, vocabulary, matrix):
@@ -343,11 +335,11 @@ def train(config):
     tracker = DevCorrelation(
         *training.trim_to_batch_multiple(arrays["dev"]),
         os.path.join(config.output_dir, "checkpoint.keras"),
-        60 * config.time_limit_minutes,
     )
+    limit = pair_tasks.TimeLimit(60 * config.time_limit_minutes)
     backup = pair_tasks.backup_callback(config.output_dir, [tracker])
     _, seconds = pair_tasks.fit_pairs(
-        model, arrays["train"], config, [tracker, backup], backup
+        model, arrays["train"], config, [tracker, limit, backup], backup
     )
     metrics = {
         **final_metrics(config, model, arrays, tracker),

@@ -165,9 +165,8 @@ def test_a_nan_dev_correlation_still_leaves_a_checkpoint(tmp_path, monkeypatch):
 
     monkeypatch.setattr(script.files, "atomic_save", save)
     path = str(tmp_path / "checkpoint.keras")
-    tracker = script.DevCorrelation(None, None, path, seconds=3600)
+    tracker = script.DevCorrelation(None, None, path)
     tracker.set_model(keras.Sequential())
-    tracker.on_train_begin()
     for epoch in range(4):
         tracker.on_epoch_end(epoch, {})
     assert saved == [path, path]  # epoch 1 (NaN, the first), epoch 3
