@@ -575,6 +575,26 @@ def test_soft_only_phase_selects_every_real_token():
     )
 
 
+def test_padding_widths_never_change_inference():
+    # Training batches pad each sentence to its own bucket width; that
+    # must give what one common, wider width gives, in both phases.
+    x, _ = pair_data(n=16)
+    wide = {k: np.pad(v, [(0, 0), (0, 24 - v.shape[1])]) for k, v in x.items()}
+    uneven = {"premise": x["premise"], "hypothesis": wide["hypothesis"][:, :16]}
+    for soft_only_steps in (10, 0):
+        model = classifier(soft_only_steps=soft_only_steps)
+        reference = {k: ops.convert_to_numpy(v) for k, v in model(wide).items()}
+        for inputs in (x, uneven):
+            outputs = model(inputs)
+            for name in ("probabilities", "selection_percentage"):
+                np.testing.assert_allclose(
+                    ops.convert_to_numpy(outputs[name]),
+                    reference[name],
+                    atol=1e-6,
+                    err_msg=f"{name}, soft_only_steps={soft_only_steps}",
+                )
+
+
 def test_bad_schedule_is_rejected():
     with pytest.raises(ValueError, match="Received: soft_only_steps=-1"):
         classifier(soft_only_steps=-1)
