@@ -1,7 +1,9 @@
-"""SavedModels for TensorFlow Serving: text in, text or predictions out.
+"""SavedModels for TensorFlow Serving: text in, text or predictions out;
+token ids in and out for a language model.
 
 Each exporter writes `export_dir/<version>/` (default version 1, the
-layout TensorFlow Serving watches) with tokenization inside the graph:
+layout TensorFlow Serving watches), with tokenization inside the graph
+where the model has a tokenizer:
 
 - `export_translator`: SentencePiece, beam search (`serving_default`) and
   greedy search (`greedy`) with the decoder caches, detokenization;
@@ -9,13 +11,16 @@ layout TensorFlow Serving watches) with tokenization inside the graph:
 - `export_classifier`: NLI; `premise`, `hypothesis` -> `probabilities`,
   `label`.
 - `export_regressor`: relatedness; `sentence_a`, `sentence_b` -> `score`.
+- `export_language_model`: a decoder-only language model, token ids in
+  and out (no tokenizer): greedy search (`serving_default`) and seeded
+  sampling (`sample`); `token_ids` -> `token_ids`, `lengths`, `scores`.
 
 They accept a run folder written by the matching application's
-`train.py`, or a model object with its tokenizer or vocabulary. Models
-trained on jax or torch are exported through a tensorflow-backend
-subprocess that reloads their `.keras` file (see
-`keras_attention.export.archive`). `graph_op_names` lists the ops of an
-exported graph.
+`train.py` (the language model: its `.keras` file), or a model object
+with its tokenizer or vocabulary. Models trained on jax or torch are
+exported through a tensorflow-backend subprocess that reloads their
+`.keras` file (see `keras_attention.export.archive`). `graph_op_names`
+lists the ops of an exported graph.
 
 This subpackage needs TensorFlow (the `tensorflow` extra:
 `pip install 'keras-attention-layers[tensorflow]'`; without it, importing
@@ -28,12 +33,14 @@ backends listed in the documentation's export page.
 from keras_attention.export.inspection import graph_op_names
 from keras_attention.export.inspection import nonstandard_op_names
 from keras_attention.export.inspection import signature_summary
+from keras_attention.export.language_model import export_language_model
 from keras_attention.export.pair_models import export_classifier
 from keras_attention.export.pair_models import export_regressor
 from keras_attention.export.translator import export_translator
 
 __all__ = [
     "export_classifier",
+    "export_language_model",
     "export_regressor",
     "export_translator",
     "graph_op_names",

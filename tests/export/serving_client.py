@@ -3,8 +3,11 @@
 Usage: python serving_client.py REQUESTS.json RESULTS.json
 
 REQUESTS is a list of `{"path", "signature", "inputs": {name: [base64
-strings]}}`; RESULTS gets, for each request, the outputs as lists
-(strings base64-encoded), each model's signatures as loaded
+strings]}}`; int32 inputs go in `"ints": {name: nested lists or a
+number}`. A request with `"expect_error": true` records `{"error":
+message}` for an `InvalidArgumentError` instead of failing. RESULTS gets,
+for each request, the outputs as lists (strings base64-encoded), each
+model's signatures as loaded
 (`{path: {signature: {"inputs"|"outputs": {name: [dtype, shape]}}}}`),
 and the top-level packages loaded once
 tensorflow and tensorflow_text were imported (`modules_at_start`; importing
@@ -65,9 +68,17 @@ def main(requests_path, results_path):
         function = loaded[path].signatures[request["signature"]]
         inputs = {
             name: tf.constant([base64.b64decode(v) for v in values])
-            for name, values in request["inputs"].items()
+            for name, values in request.get("inputs", {}).items()
         }
-        outputs = function(**inputs)
+        for name, values in request.get("ints", {}).items():
+            inputs[name] = tf.constant(values, tf.int32)
+        try:
+            outputs = function(**inputs)
+        except tf.errors.InvalidArgumentError as error:
+            if not request.get("expect_error"):
+                raise
+            results.append({"error": str(error)})
+            continue
         results.append({key: to_json(v) for key, v in outputs.items()})
     with open(results_path, "w") as f:
         json.dump(
