@@ -41,3 +41,38 @@ def needs_data(*names):
         not data_available(*names),
         reason=f"needs the data files {', '.join(names)}",
     )
+
+
+SERVING_CLIENT = ROOT / "tests" / "export" / "serving_client.py"
+
+
+def serve(requests, folder):
+    """Answers `{name: request}` with exported SavedModels in a separate
+    process that imports only tensorflow and tensorflow_text
+    (`tests/export/serving_client.py`, whose docstring gives the request
+    format). Returns `({name: outputs}, the client's whole answer)`."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    folder = pathlib.Path(folder)
+    with open(folder / "requests.json", "w") as f:
+        json.dump(list(requests.values()), f)
+    env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(SERVING_CLIENT),
+            str(folder / "requests.json"),
+            str(folder / "results.json"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(folder / "results.json") as f:
+        answer = json.load(f)
+    return dict(zip(requests, answer["results"])), answer

@@ -9,14 +9,10 @@ every export and answers every request.
 
 import base64
 import concurrent.futures
-import json
-import os
-import pathlib
-import subprocess
-import sys
 import types
 import warnings
 
+import helpers
 import keras
 import numpy as np
 import pytest
@@ -30,7 +26,6 @@ from keras_attention.data import translation
 from keras_attention.export.pair_models import python_token_ids
 
 BACKEND = keras.backend.backend()
-CLIENT = pathlib.Path(__file__).with_name("serving_client.py")
 MAX_SEQUENCE_LENGTH = 16
 MAX_WORDS = 12
 REFERENCE_ROWS = 8
@@ -275,27 +270,8 @@ def requests_for(exported):
 @pytest.fixture(scope="module")
 def served(exported, tmp_path_factory):
     folder = tmp_path_factory.mktemp("serving")
-    requests = requests_for(exported)
-    with open(folder / "requests.json", "w") as f:
-        json.dump(list(requests.values()), f)
-    env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
-    result = subprocess.run(
-        [
-            sys.executable,
-            str(CLIENT),
-            str(folder / "requests.json"),
-            str(folder / "results.json"),
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    with open(folder / "results.json") as f:
-        answer = json.load(f)
+    answers, answer = helpers.serve(requests_for(exported), folder)
     modules = answer["modules_at_start"], answer["modules_at_end"]
-    answers = dict(zip(requests, answer["results"]))
     answers["signatures"] = answer["signatures"]
     return answers, modules
 

@@ -8,13 +8,9 @@ imports only tensorflow and tensorflow_text (`serving_client.py`) answers
 every request, good and bad.
 """
 
-import json
-import os
-import pathlib
 import re
-import subprocess
-import sys
 
+import helpers
 import keras
 import numpy as np
 import pytest
@@ -26,7 +22,6 @@ from keras_attention.export.language_model import prompt_widths
 from keras_attention.export.language_model import sampling_uniforms
 
 BACKEND = keras.backend.backend()
-CLIENT = pathlib.Path(__file__).with_name("serving_client.py")
 VOCABULARY_SIZE = 40
 MAX_SEQUENCE_LENGTH = 20
 EXTRA = 6
@@ -179,27 +174,7 @@ def requests_for(path):
 def served(exported, tmp_path_factory):
     _, path = exported
     folder = tmp_path_factory.mktemp("language_model_serving")
-    requests = requests_for(path)
-    with open(folder / "requests.json", "w") as f:
-        json.dump(list(requests.values()), f)
-    env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
-    result = subprocess.run(
-        [
-            sys.executable,
-            str(CLIENT),
-            str(folder / "requests.json"),
-            str(folder / "results.json"),
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    with open(folder / "results.json") as f:
-        answer = json.load(f)
-    answers = dict(zip(requests, answer["results"]))
-    return answers, answer
+    return helpers.serve(requests_for(path), folder)
 
 
 # --- Tests ---------------------------------------------------------------
