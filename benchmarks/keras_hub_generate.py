@@ -12,7 +12,8 @@ weights copied in; it generates through keras-hub's own `generate` (its
 `GreedySampler`, its stacked cache, its compile choice). Both continue
 `--batch` random `--prompt`-token prompts by `--new` tokens; the tokens
 must be identical (ours runs one more step, the end id its length limit
-forces). Also timed: our `sample(top_k=10)`. Writes
+forces). Also timed: our `sample(top_k=10)` and `sample(top_p=0.9)`.
+Writes
 benchmarks/results/keras_hub_generate_<backend>_<preset>.{json,md}.
 """
 
@@ -143,23 +144,27 @@ def measure(args):
         out = theirs.generate(hub_inputs, stop_token_ids=None)
         return np.asarray(out["token_ids"])[:, args.prompt + 1 :]
 
-    def run_top_k():
-        tokens = decoding.sample(
-            ours,
-            prompts,
-            start,
-            end,
-            top_k=10,
-            seed=1,
-            max_extra_length=args.new,
-        )
-        return keras.ops.convert_to_numpy(tokens)
+    def sampler(**settings):
+        def run():
+            tokens = decoding.sample(
+                ours,
+                prompts,
+                start,
+                end,
+                seed=1,
+                max_extra_length=args.new,
+                **settings,
+            )
+            return keras.ops.convert_to_numpy(tokens)
 
+        return run
+
+    run_top_k, run_top_p = sampler(top_k=10), sampler(top_p=0.9)
     mine, hub = run_ours(), run_theirs()
-    run_top_k()
+    run_top_k(), run_top_p()
     identical = bool(np.array_equal(mine, hub))
     times = common.time_interleaved(
-        [run_ours, run_theirs, run_top_k], args.repeats
+        [run_ours, run_theirs, run_top_k, run_top_p], args.repeats
     )
     return {
         "backend": args.backend,
@@ -169,6 +174,7 @@ def measure(args):
         "ours_greedy_ms": common.median_ms(times[0]),
         "keras_hub_greedy_ms": common.median_ms(times[1]),
         "ours_top_k_ms": common.median_ms(times[2]),
+        "ours_top_p_ms": common.median_ms(times[3]),
         "speedup": common.paired_ratios(times[1], times[0]),
         "seconds": times,
     }
@@ -200,6 +206,7 @@ def main():
                     f"{r['keras_hub_greedy_ms']:.0f}",
                 ],
                 ["ours, top-k 10 sampling", f"{r['ours_top_k_ms']:.0f}"],
+                ["ours, top-p 0.9 sampling", f"{r['ours_top_p_ms']:.0f}"],
             ],
         )
         + f"\nSpeed-up (paired rounds): {r['speedup']['median']:.2f}x "

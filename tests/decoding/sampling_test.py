@@ -5,6 +5,8 @@ from keras import ops
 from scipy import stats
 
 from keras_attention import decoding
+from keras_attention.decoding.sampling import nucleus_threshold
+from keras_attention.decoding.sampling import nucleus_threshold_by_sorting
 from keras_attention.decoding.sampling import sampling_probabilities
 from keras_attention.models import TransformerLanguageModel
 
@@ -89,6 +91,36 @@ def test_sampling_probabilities_equal_the_numpy_reference():
         got = to_numpy(sampling_probabilities(log_probs, **kwargs))[0]
         np.testing.assert_allclose(
             got, reference_without_padding(**kwargs), atol=1e-6
+        )
+
+
+def test_nucleus_threshold_without_sorting_keeps_the_sorted_nucleus():
+    # The binary search over the probabilities' bits keeps the tokens that
+    # sorting keeps; only where the nucleus mass meets top_p within float
+    # rounding may one token more or fewer stay.
+    rng = np.random.default_rng(3)
+    rows = 0
+    for scale in (0.5, 2.0, 5.0):
+        logits = rng.normal(size=(64, 2000)) * scale
+        probs = np.exp(logits - logits.max(-1, keepdims=True))
+        probs = (probs / probs.sum(-1, keepdims=True)).astype("float32")
+        for top_p in (0.1, 0.5, 0.9, 0.99):
+            kept = [
+                (probs >= to_numpy(threshold(probs, top_p))).sum(-1)
+                for threshold in (
+                    nucleus_threshold,
+                    nucleus_threshold_by_sorting,
+                )
+            ]
+            assert np.abs(kept[0] - kept[1]).max() <= 1
+            rows += int((kept[0] != kept[1]).sum())
+    assert rows <= 0.02 * 64 * 12
+    # Ties all stay; a one-hot row keeps its token.
+    ties = np.zeros((3, 10), "float32")
+    ties[0, 3], ties[1, :4], ties[2] = 1.0, 0.25, 0.1
+    for threshold in (nucleus_threshold, nucleus_threshold_by_sorting):
+        np.testing.assert_array_equal(
+            to_numpy(threshold(ties, 0.5))[:, 0], ties.max(-1)
         )
 
 
