@@ -76,3 +76,16 @@ def serve(requests, folder):
     with open(folder / "results.json") as f:
         answer = json.load(f)
     return dict(zip(requests, answer["results"])), answer
+
+
+def zero_token_embedding(model, token_id):
+    """Zeroes one row of `model`'s (tied) token embedding, so that token's
+    logit is 0 at every step, below the best of the random others: a
+    random test model then does not end every output at once."""
+    import keras
+    import numpy as np
+
+    embeddings = model.token_embedding.token_embedding.embeddings
+    values = np.array(keras.ops.convert_to_numpy(embeddings))
+    values[token_id] = 0.0
+    embeddings.assign(values)

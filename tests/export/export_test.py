@@ -107,10 +107,7 @@ def tiny_translator():
     # string comparisons would compare empty strings. A zero end-token
     # embedding gives the end token a zero (tied) logit, below the best of
     # the 59 random others at every step.
-    embeddings = model.token_embedding.token_embedding.embeddings
-    values = np.array(keras.ops.convert_to_numpy(embeddings))
-    values[translation.END_ID] = 0.0
-    embeddings.assign(values)
+    helpers.zero_token_embedding(model, translation.END_ID)
     return model, tokenizer
 
 

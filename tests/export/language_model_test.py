@@ -92,10 +92,7 @@ def tiny_language_model(max_sequence_length=MAX_SEQUENCE_LENGTH):
     # A zero end-token embedding gives the end token a zero logit, below
     # the best of the random others: greedy continuations run to their
     # limit instead of ending at once; sampling still draws it sometimes.
-    embeddings = model.token_embedding.token_embedding.embeddings
-    values = np.array(keras.ops.convert_to_numpy(embeddings))
-    values[END_ID] = 0.0
-    embeddings.assign(values)
+    helpers.zero_token_embedding(model, END_ID)
     return model
 
 
