@@ -68,6 +68,7 @@ from keras_attention.decoding.state import log_normalizers
 from keras_attention.decoding.state import next_token_logits
 from keras_attention.decoding.state import prefill as prefill_cache
 from keras_attention.decoding.state import reorder_cache
+from keras_attention.ops.writes import slice_update
 from keras_attention.utils.validation import check_positive_int
 
 
@@ -247,7 +248,7 @@ def beam_step(
     origin = context.offsets + hypotheses  # (B, 2K) flat rows
     # (B * 2K, L + 1): the extended token buffers.
     extended = ops.take(tokens, ops.reshape(origin, (-1,)), axis=0)
-    extended = ops.slice_update(
+    extended = slice_update(
         extended, [0, step + 1], ops.reshape(chosen, (-1, 1))
     )
     extended = ops.reshape(extended, (batch, 2 * beams, length + 1))

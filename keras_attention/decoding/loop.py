@@ -9,6 +9,8 @@ import weakref
 
 import keras
 
+from keras_attention.ops.writes import core_tensorflow_writes
+
 _COMPILED = weakref.WeakKeyDictionary()
 
 
@@ -54,7 +56,15 @@ def compile_search(model, settings, factory, jit_compile=False):
         import tensorflow as tf
 
         # `None` (not `False`) leaves tensorflow's own XLA settings alone.
-        compiled = tf.function(fn, jit_compile=True if jit_compile else None)
+        traced = tf.function(fn, jit_compile=True if jit_compile else None)
+
+        def compiled(*inputs):
+            # Traced without XLA, the steps write with the core op
+            # (`keras_attention.ops.writes`), unless the caller chose (an
+            # exporter's XLA-compiled function around this one).
+            with core_tensorflow_writes(not jit_compile, keep_enclosing=True):
+                return traced(*inputs)
+
     elif backend == "jax":
         import jax
 

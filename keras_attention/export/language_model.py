@@ -50,12 +50,11 @@ is limited by its own prompt's length.
 
 Keras's tensorflow backend writes `keras.ops.slice_update` as the XLA op
 `XlaDynamicUpdateSlice`; the exporter traces the searches with the core
-op instead (`translator.core_slice_update`), so the graph holds core
+op instead (`ops.writes.core_tensorflow_writes`), so the graph holds core
 TensorFlow ops only. `jit_compile=True` compiles each width's search with
 XLA instead (and keeps that op), for servers with XLA.
 """
 
-import contextlib
 import os
 
 from keras_attention import decoding
@@ -69,7 +68,7 @@ from keras_attention.decoding.settings import decoder_only
 from keras_attention.decoding.settings import output_length
 from keras_attention.export import archive
 from keras_attention.export.translator import bucket_widths
-from keras_attention.export.translator import core_slice_update
+from keras_attention.ops.writes import core_tensorflow_writes
 from keras_attention.training import runs
 from keras_attention.utils.optional import import_optional
 from keras_attention.utils.untracked import Untracked
@@ -357,10 +356,8 @@ def export_language_model(
     )
     # Searches traced for this graph, with the core slice update unless
     # XLA compiles them.
-    substitution = (
-        contextlib.nullcontext() if jit_compile else core_slice_update()
-    )
-    with decoding.loop.fresh_traces(model), substitution:
+    writes = core_tensorflow_writes(not jit_compile)
+    with decoding.loop.fresh_traces(model), writes:
         archive.save_version(module, path, module.signatures())
     return path
 

@@ -33,9 +33,10 @@ unknown (`[None]`); tracing for a fixed batch of 32 measured no faster.
 
 Keras's tensorflow backend writes `keras.ops.slice_update` (decoder caches,
 decoded tokens) as the XLA op `XlaDynamicUpdateSlice`, which is not a core
-TensorFlow op (`tf.raw_ops`) and runs only where TensorFlow has XLA. While
-the exporter traces the graph it swaps in `slice_update_without_xla`
-(the core op `TensorStridedSliceUpdate`), so TF Serving needs no XLA.
+TensorFlow op (`tf.raw_ops`) and runs only where TensorFlow has XLA. The
+exporter traces the graph under `ops.writes.core_tensorflow_writes()`, so
+those writes are the core op `TensorStridedSliceUpdate` and TF Serving
+needs no XLA.
 
 `jit_compile=True` compiles each width's search (encoder, caches and the
 decoding loop) with XLA instead, keeping `XlaDynamicUpdateSlice`: 2-3x
@@ -45,10 +46,8 @@ less CPU time per sentence (`benchmarks/serving_latency.py
 stay outside XLA. The first call of each width compiles it (seconds).
 """
 
-import contextlib
 import os
 
-import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -56,6 +55,7 @@ from keras_attention import decoding
 from keras_attention.data import translation
 from keras_attention.export import archive
 from keras_attention.export import text
+from keras_attention.ops.writes import core_tensorflow_writes
 from keras_attention.training import runs
 from keras_attention.utils.untracked import Untracked
 from keras_attention.utils.validation import check_positive_int
@@ -72,36 +72,6 @@ def bucket_widths(max_sequence_length):
     coarse = range(96, max_sequence_length, 32)
     widths = [w for w in (*fine, *coarse) if w < max_sequence_length]
     return widths + [max_sequence_length]
-
-
-def slice_update_without_xla(inputs, start_indices, updates):
-    """`keras.ops.slice_update` with a core TensorFlow op only.
-
-    `TensorStridedSliceUpdate` writes `updates` at `start_indices` (unit
-    strides). Start indices must keep the update inside `inputs`.
-    """
-    inputs = tf.convert_to_tensor(inputs)
-    updates = tf.cast(updates, inputs.dtype)
-    begin = tf.stack([tf.cast(i, tf.int32) for i in start_indices])
-    end = begin + tf.shape(updates)
-    return tf.raw_ops.TensorStridedSliceUpdate(
-        input=inputs,
-        begin=begin,
-        end=end,
-        strides=tf.ones_like(begin),
-        value=updates,
-    )
-
-
-@contextlib.contextmanager
-def core_slice_update():
-    """Traces `keras.ops.slice_update` as `slice_update_without_xla`."""
-    original = keras.ops.slice_update
-    keras.ops.slice_update = slice_update_without_xla
-    try:
-        yield
-    finally:
-        keras.ops.slice_update = original
 
 
 class TranslatorModule(tf.Module):
@@ -296,10 +266,8 @@ def export_translator(
     )
     # The search is traced for this graph (not reused from earlier
     # decoding in this process), with core ops where XLA is not used.
-    substitution = (
-        contextlib.nullcontext() if jit_compile else core_slice_update()
-    )
-    with decoding.loop.fresh_traces(model), substitution:
+    writes = core_tensorflow_writes(not jit_compile)
+    with decoding.loop.fresh_traces(model), writes:
         archive.save_version(module, path, module.signatures())
     return path
 

@@ -7,6 +7,7 @@ from keras_attention.ops import merge_masks
 from keras_attention.ops import to_stacked_cache
 from keras_attention.ops.key_value_cache import cache_batch_and_length
 from keras_attention.ops.key_value_cache import is_stacked_cache
+from keras_attention.ops.writes import slice_update
 from keras_attention.utils.dtypes import floating_inputs
 from keras_attention.utils.masks import kept_keras_masks
 from keras_attention.utils.masks import keras_mask
@@ -652,7 +653,7 @@ def _cache_masks(padding_mask, implicit_mask, cache_length, index, length):
     if implicit_mask is None:
         return query_mask, padding_mask
     query_mask = ops.logical_and(query_mask, ops.cast(implicit_mask, "bool"))
-    return query_mask, ops.slice_update(padding_mask, [0, index], query_mask)
+    return query_mask, slice_update(padding_mask, [0, index], query_mask)
 
 
 def _split(result):

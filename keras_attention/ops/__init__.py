@@ -1,7 +1,8 @@
 """Pure functions on `keras.ops`: masks, masked softmax, attention maths.
 
 Layers hold weights and call these; nothing here creates variables.
-`ops.key_value_cache` holds the one layout of the decoding caches.
+`ops.key_value_cache` holds the one layout of the decoding caches;
+`ops.writes` the op that writes into them at every step.
 `replica_sum` and `scale_for_replicas` are the two sums over the replicas
 of a `tf.distribute` step that hand-written loss terms need.
 """
@@ -27,9 +28,12 @@ from keras_attention.ops.positions import sinusoidal_encoding
 from keras_attention.ops.positions import sinusoidal_positions
 from keras_attention.ops.replicas import replica_sum
 from keras_attention.ops.replicas import scale_for_replicas
+from keras_attention.ops.writes import core_tensorflow_writes
+from keras_attention.ops.writes import slice_update
 
 __all__ = [
     "causal_mask",
+    "core_tensorflow_writes",
     "directional_mask",
     "empty_cache",
     "from_stacked_cache",
@@ -46,6 +50,7 @@ __all__ = [
     "scale_for_replicas",
     "scaled_dot_product_attention",
     "single_query_attention",
+    "slice_update",
     "sinusoidal_encoding",
     "sinusoidal_positions",
     "to_stacked_cache",

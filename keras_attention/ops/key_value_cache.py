@@ -19,6 +19,8 @@ accept the stacked form through them.
 
 from keras import ops
 
+from keras_attention.ops.writes import slice_update
+
 
 def empty_cache(
     batch_size, num_heads, length, key_dim, value_dim=None, dtype=None
@@ -68,8 +70,8 @@ def update_cache(cache, keys, values, index):
     key_cache, value_cache = cache
     start = [0, 0, index, 0]
     return (
-        ops.slice_update(key_cache, start, _heads_first(keys, key_cache.dtype)),
-        ops.slice_update(
+        slice_update(key_cache, start, _heads_first(keys, key_cache.dtype)),
+        slice_update(
             value_cache, start, _heads_first(values, value_cache.dtype)
         ),
     )
