@@ -35,6 +35,7 @@ from keras_attention.data.batching import predict_in_buckets
 from keras_attention.data.checksums import KNOWN_FILES
 from keras_attention.data.checksums import KnownFile
 from keras_attention.data.glove import VECTORS
+from keras_attention.data.glove import distinct_vectors
 from keras_attention.data.glove import embedding_matrix
 from keras_attention.data.glove import load_glove
 from keras_attention.data.glove import load_vectors
@@ -92,6 +93,7 @@ __all__ = [
     "UNK_ID",
     "add_pretrained_words",
     "build_vocabulary",
+    "distinct_vectors",
     "embedding_matrix",
     "encode_labels",
     "first_rows",

@@ -210,18 +210,12 @@ def embedding_matrix(
         A tuple `(matrix, found)`: a float32 matrix `(len(vocabulary), D)`
         and the number of vocabulary words found in `words`.
     """
-    index = {}
-    for i, word in enumerate(words):
-        index.setdefault(word, i)
     vocabulary = list(vocabulary)
     shape = (len(vocabulary), np.shape(vectors)[1])
     rng = np.random.default_rng(seed)
     matrix = rng.normal(0.0, oov_stddev, size=shape)
     found = 0
-    for i, word in enumerate(vocabulary):
-        row = index.get(word)
-        if row is None and lowercase and isinstance(word, str):
-            row = index.get(word.lower())
+    for i, row in enumerate(_vector_rows(vocabulary, words, lowercase)):
         if row is not None:
             matrix[i] = vectors[row]
             found += 1
@@ -231,3 +225,40 @@ def embedding_matrix(
     if padding_id is not None:
         matrix[padding_id] = 0.0
     return matrix.astype(np.float32), found
+
+
+def distinct_vectors(vocabulary, words, vectors, lowercase=False):
+    """How many different vectors the vocabulary's words found in `words`
+    have.
+
+    A pruned table maps many words to one vector: the staged spaCy vectors
+    give the 17,063 words of the 100,000-pair SNLI vocabulary that they
+    cover 3,028 different rows (`dog` and `cat` one, `sitting` and
+    `standing` one), where GloVe gives each word its own. Frozen, such
+    vectors cannot tell those words apart.
+
+    Args:
+        vocabulary, words, vectors, lowercase: as for `embedding_matrix`.
+
+    Returns:
+        int: the number of distinct rows (by value) among the found words.
+    """
+    rows = _vector_rows(vocabulary, words, lowercase)
+    found = sorted({row for row in rows if row is not None})
+    if not found:
+        return 0
+    return len(np.unique(np.asarray(vectors)[found], axis=0))
+
+
+def _vector_rows(vocabulary, words, lowercase):
+    """Each vocabulary word's first row in `words`, or `None`."""
+    index = {}
+    for i, word in enumerate(words):
+        index.setdefault(word, i)
+    rows = []
+    for word in vocabulary:
+        row = index.get(word)
+        if row is None and lowercase and isinstance(word, str):
+            row = index.get(word.lower())
+        rows.append(row)
+    return rows

@@ -20,6 +20,7 @@ import dataclasses
 
 import numpy as np
 
+from keras_attention.data.glove import distinct_vectors
 from keras_attention.data.glove import embedding_matrix
 from keras_attention.data.glove import load_vectors
 from keras_attention.data.sick import load_sick
@@ -124,7 +125,8 @@ class PairData:
         vocabulary: list of words, index = id.
         embeddings: float32 `(len(vocabulary), D)`.
         info: dict of counts for the run's metrics: `vocabulary_size`,
-            `embedding_dim`, `vectors_found`, `padded_length`,
+            `embedding_dim`, `vectors_found`, `vectors_distinct` (how many
+            different vectors the found words have), `padded_length`,
             `sentences_cut`, `pairs` (per split).
     """
 
@@ -194,6 +196,9 @@ def prepare_pairs(
         "vocabulary_size": len(vocabulary),
         "embedding_dim": int(matrix.shape[1]),
         "vectors_found": int(found),
+        "vectors_distinct": distinct_vectors(
+            vocabulary, words, table, lowercase=lowercase
+        ),
         "padded_length": length,
         "sentences_cut": int(cut),
         "pairs": {name: len(targets) for name, (_, targets) in arrays.items()},

@@ -84,7 +84,8 @@ def set_up(config, prepare_data, build_model, title):
     print(
         f"{title}: {info['pairs']} pairs, vocabulary "
         f"{info['vocabulary_size']} ({info['vectors_found']} with a "
-        f"{info['embedding_dim']}-d vector), {info['sentences_cut']} "
+        f"{info['embedding_dim']}-d vector, {info['vectors_distinct']} "
+        f"distinct), {info['sentences_cut']} "
         f"sentences cut to {info['padded_length']} words"
     )
     runs.write_vocabulary(config.output_dir, vocabulary)

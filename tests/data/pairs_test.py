@@ -153,7 +153,25 @@ def test_prepare_pairs_encodes_every_split_to_one_length(tmp_path):
     assert pairs.info["padded_length"] == 4
     assert pairs.info["sentences_cut"] == 1
     assert pairs.info["vectors_found"] == 4
+    assert pairs.info["vectors_distinct"] == 4
     assert pairs.embeddings.shape == (7, 3)
     x, y = pairs.arrays["dev"]
     assert x["hypothesis"].tolist() == [[2, 1, 6, 1]]
     assert x["premise"].shape == (1, 4) and y.tolist() == [1]
+
+
+def test_distinct_vectors_counts_values_not_words():
+    # A pruned table (spaCy's) gives several words one vector.
+    words = ["dog", "cat", "Sits", "stands", "no"]
+    vectors = np.array(
+        [[1.0, 0.0], [1.0, 0.0], [0.0, 2.0], [0.0, 2.0], [3.0, 3.0]],
+        "float32",
+    )
+    vocabulary = ["<pad>", "<unk>", "dog", "cat", "Stands", "yes"]
+    assert data.distinct_vectors(vocabulary, words, vectors) == 1
+    # "Stands" is found (as "stands") only when looked up lowercased.
+    assert (
+        data.distinct_vectors(vocabulary, words, vectors, lowercase=True) == 2
+    )
+    assert data.distinct_vectors(["dog", "no"], words, vectors) == 2
+    assert data.distinct_vectors(["<pad>", "yes"], words, vectors) == 0
