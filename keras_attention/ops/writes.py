@@ -20,6 +20,8 @@ import threading
 import keras
 from keras import ops
 
+from keras_attention.utils.optional import import_optional
+
 _TRACING = threading.local()
 
 
@@ -51,11 +53,15 @@ def slice_update(inputs, start_indices, updates):
     On tensorflow inside `core_tensorflow_writes()`, with the core op
     `TensorStridedSliceUpdate`; the same values either way.
     """
-    core = getattr(_TRACING, "core", None)
-    if not (core and keras.backend.backend() == "tensorflow"):
-        return ops.slice_update(inputs, start_indices, updates)
-    import tensorflow as tf
+    if getattr(_TRACING, "core", None):
+        if keras.backend.backend() == "tensorflow":
+            return _strided_slice_update(inputs, start_indices, updates)
+    return ops.slice_update(inputs, start_indices, updates)
 
+
+def _strided_slice_update(inputs, start_indices, updates):
+    """`slice_update` with tensorflow's core op (tensorflow only)."""
+    tf = import_optional("tensorflow", "tensorflow", "slice_update")
     inputs = tf.convert_to_tensor(inputs)
     updates = tf.cast(updates, inputs.dtype)
     begin = tf.stack([tf.cast(i, "int32") for i in start_indices])
