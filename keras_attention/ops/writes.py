@@ -53,9 +53,11 @@ def slice_update(inputs, start_indices, updates):
     On tensorflow inside `core_tensorflow_writes()`, with the core op
     `TensorStridedSliceUpdate`; the same values either way.
     """
-    if getattr(_TRACING, "core", None):
-        if keras.backend.backend() == "tensorflow":
-            return _strided_slice_update(inputs, start_indices, updates)
+    if (
+        getattr(_TRACING, "core", None)
+        and keras.backend.backend() == "tensorflow"
+    ):
+        return _strided_slice_update(inputs, start_indices, updates)
     return ops.slice_update(inputs, start_indices, updates)
 
 
