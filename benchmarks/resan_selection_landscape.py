@@ -83,15 +83,17 @@ def fix_rate(sampler, rate):
     sampler.keep_dense.bias.assign([math.log(rate / (1.0 - rate))])
 
 
-def keep_rates(model, x, batch_size=256):
-    """Each sampler's share of real tokens kept by its inference rule and
-    its mean keep probability, over every sentence of `x`."""
+def keep_rates(model, x, batch_size=256, band=0.1):
+    """Each sampler's share of real tokens kept by its inference rule, its
+    mean keep probability, and the share of real tokens whose keep
+    probability lies within `band` of the 0.5 threshold (how near its
+    inference selection is to a coin toss), over every sentence of `x`."""
     import numpy as np
     from keras import ops
 
     embedding = model.encoder.get_layer("word_embedding")
     pair = samplers(model)
-    totals = {"head": [0.0, 0.0], "dependent": [0.0, 0.0]}
+    totals = {"head": [0.0, 0.0, 0.0], "dependent": [0.0, 0.0, 0.0]}
     real_tokens = 0.0
     for ids in x.values():
         for start in range(0, len(ids), batch_size):
@@ -105,16 +107,18 @@ def keep_rates(model, x, batch_size=256):
                 totals[role][0] += float(
                     np.sum(ops.convert_to_numpy(selection))
                 )
+                probabilities = ops.convert_to_numpy(probabilities)
                 totals[role][1] += float(
-                    np.sum(
-                        np.where(mask, ops.convert_to_numpy(probabilities), 0)
-                    )
+                    np.sum(np.where(mask, probabilities, 0))
                 )
+                near = np.abs(probabilities - 0.5) < band
+                totals[role][2] += float(np.sum(mask & near))
             real_tokens += float(mask.sum())
+    names = ("kept", "keep_probability", "near_threshold")
     return {
         f"{role}_{name}": value / real_tokens
-        for role, (kept, probability) in totals.items()
-        for name, value in (("kept", kept), ("keep_probability", probability))
+        for role, values in totals.items()
+        for name, value in zip(names, values)
     }
 
 
@@ -279,8 +283,9 @@ def main(argv=None):
         "draws": args.draws,
         "schedule_step_saved": step,
         "sparsity_penalty": penalty,
-        # The model's own samplers: share of real tokens kept at inference
-        # and mean keep probability, per sampler.
+        # The model's own samplers, per sampler: share of real tokens kept
+        # at inference, mean keep probability, and share of real tokens
+        # with a keep probability within 0.1 of the 0.5 threshold.
         "own_samplers": own,
         "rows": [
             {
@@ -322,7 +327,16 @@ def main(argv=None):
     command = "python benchmarks/resan_selection_landscape.py " + " ".join(
         argv if argv is not None else sys.argv[1:]
     )
-    markdown = f"`{command}`\n\n{table}"
+    samplers_line = "; ".join(
+        f"{role}s kept {own[f'{role}_kept']:.4f}, mean keep probability "
+        f"{own[f'{role}_keep_probability']:.3f}, within 0.1 of the "
+        f"threshold {own[f'{role}_near_threshold']:.4f}"
+        for role in ("head", "dependent")
+    )
+    markdown = (
+        f"`{command}`\n\nThe model's samplers (share of real tokens): "
+        f"{samplers_line}.\n\n{table}"
+    )
     common.write_report(args.name, report, markdown, args.json_out)
     return report
 

@@ -29,22 +29,25 @@ This walkthrough trains a small ReSAN on SICK for a few seconds, then draws,
 for the paper's two example sentences, which tokens the samplers selected
 and the soft attention matrix among them, the view of the paper's Figure 2.
 A model trained this briefly has not learned what a fully trained one
-selects, so the same pictures can be drawn from a model trained by
-`applications/relatedness/train.py` (the authors' encoder, loss, reward and
-schedule; about 12 minutes on a 2-core CPU): pass its run folder as
-`--model-dir` (and `--model-file last.keras` for the model at the end of
-training: the run keeps its best dev epoch as `model.keras`, which may come
-from before the samplers trained). The figures in the README come from
-such a run, seed 3 of the application's three-seed sweep, whose samplers
-end keeping every token (seed 1's and 2's end keeping almost none; see
-docs/resan.md, section 8):
+selects, so the same pictures can be drawn from a model trained by an
+application: pass its run folder as `--model-dir`. Both pair applications
+work: `applications/relatedness/train.py` (the authors' encoder, loss,
+reward and schedule; about 12 minutes on a 2-core CPU) and
+`applications/nli/train.py --model resan`. With `--model-file last.keras`
+a relatedness run gives the model at the end of training (it keeps its
+best dev epoch as `model.keras`, which may come from before the samplers
+trained). The figures in the README come from an SNLI run, seed 2 of
+ReSAN on the first 100,000 pairs with 50-d GloVe, whose samplers keep
+41.7% of the test tokens at inference (applications/nli/README.md, run
+(8); about 130 minutes on one core):
 
 ```
-KERAS_BACKEND=jax python applications/relatedness/train.py --seed 3 \
-    --encoder-dropout 0 --ema-momentum 0.997 \
-    --output-dir runs/sick_seeds_head/seed_3
-python tutorials/resan.py --model-dir runs/sick_seeds_head/seed_3 \
-    --model-file last.keras
+python applications/nli/train.py --model resan --dataset snli \
+    --train-data first100000 --vectors glove50 --epochs 13 \
+    --ema-momentum 0.999 --sampler-optimizer adadelta \
+    --time-limit-minutes 128 --seed 2 \
+    --output-dir runs/snli100k_resan_glove50_seed2
+python tutorials/resan.py --model-dir runs/snli100k_resan_glove50_seed2
 ```
 
 Data comes from `keras_attention.data` (`--data-dir` or
@@ -79,8 +82,9 @@ parser.add_argument("--epochs", type=int, default=1)
 parser.add_argument(
     "--model-dir",
     default=None,
-    help="A run folder of applications/relatedness/train.py (model.keras "
-    "and vocabulary.txt): draw its model instead of training one here.",
+    help="A run folder of applications/relatedness/train.py or of "
+    "applications/nli/train.py --model resan (model.keras and "
+    "vocabulary.txt): draw its model instead of training one here.",
 )
 parser.add_argument(
     "--model-file",
@@ -240,7 +244,21 @@ else:
     )
 
 
+# An NLI run (`ReSANClassifier`) names its inputs premise and hypothesis
+# and was measured on SNLI by its application; the rest is the same.
+nli = isinstance(model, models.ReSANClassifier)
+input_names = ("premise", "hypothesis") if nli else ("sentence_a", "sentence_b")
+
+
 def evaluate():
+    if nli:
+        metrics = runs.read_metrics(args.model_dir)
+        print(
+            f"SNLI test accuracy {metrics['test_accuracy']:.4f}, "
+            f"{metrics['test_selection_percentage']:.4f} of the tokens "
+            "selected (measured by applications/nli/train.py)"
+        )
+        return None, None
     outputs = model.predict(x_trial, batch_size=256, verbose=0)
     predicted = outputs["score"]
     mse = float(np.mean((predicted - y_trial) ** 2))
@@ -257,7 +275,7 @@ if not args.model_dir:
     print(f"test MSE:       {mse_before:.3f} -> {mse_after:.3f}")
     print(f"test Pearson r: {pearson_before:.3f} -> {pearson_after:.3f}")
     assert mse_after < mse_before, (mse_before, mse_after)
-else:
+elif not nli:
     print(f"test MSE {mse_before:.3f}, Pearson r {pearson_before:.3f}")
 
 """
@@ -306,7 +324,7 @@ draw for it, and what we draw here after the soft-only phase.
 
 # The model's own rule: its `training_phase` output says whether it
 # selects every real token at inference.
-phase = model({"sentence_a": ids, "sentence_b": ids})["training_phase"]
+phase = model(dict.fromkeys(input_names, ids))["training_phase"]
 soft_phase = bool(ops.convert_to_numpy(phase)[0, 0] > 0.5)
 
 

@@ -43,3 +43,26 @@ def test_fixed_rates_keep_tokens_with_that_probability():
     expected = 0.14 * 0.86
     assert abs(np.mean(first["selection_percentage"]) - expected) < 0.02
     np.testing.assert_allclose(after["selection_percentage"], 0.0)
+
+
+def test_keep_rates_report_each_samplers_share_near_the_threshold():
+    model = models.ReSANRelatedness(
+        vocabulary_size=30, embedding_dim=6, hidden_dim=4, seed=3
+    )
+    head, dependent = landscape.samplers(model)
+    landscape.fix_rate(head, 0.14)
+    landscape.fix_rate(dependent, 0.55)
+    ids = np.random.default_rng(1).integers(1, 30, size=(20, 9))
+    ids[:, 6:] = 0  # padding is not counted
+    rates = landscape.keep_rates(model, {"sentence_a": ids}, batch_size=8)
+    expected = {
+        "head_kept": 0.0,  # 0.14 < 0.5
+        "head_keep_probability": 0.14,
+        "head_near_threshold": 0.0,
+        "dependent_kept": 1.0,  # 0.55 > 0.5
+        "dependent_keep_probability": 0.55,
+        "dependent_near_threshold": 1.0,  # |0.55 - 0.5| < 0.1
+    }
+    assert sorted(rates) == sorted(expected)
+    for name, value in expected.items():
+        np.testing.assert_allclose(rates[name], value, rtol=1e-5, err_msg=name)
