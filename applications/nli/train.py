@@ -16,11 +16,14 @@ Usage:
 
 Writes to `--output-dir`: `model.keras` (the weights with the best dev
 accuracy), `vocabulary.txt`, `config.json`, `metrics.json` (dev and test
-accuracy, training time, trainable parameters, training pairs per second,
-backend, model, dataset) and, during training, `checkpoint.weights.h5` and a
-`backup/` folder for resuming an interrupted run: run the same command
-again and training continues from the last completed epoch, with the same
-batch order, random draws and best checkpoint as an uninterrupted run.
+accuracy, the dev accuracy of each epoch, training time, trainable
+parameters, training pairs per second, backend, model, dataset) and, during
+training, `checkpoint.weights.h5` and a `backup/` folder for resuming an
+interrupted run: run the same command again and training continues from
+the last completed epoch, with the same batch order, random draws and best
+checkpoint as an uninterrupted run; its metrics.json covers every epoch,
+and its training time adds the earlier processes' (up to their last
+completed epoch). `--time-limit-minutes` counts this process's training.
 `--average-last K` keeps the last K epochs' weights in `checkpoints/` and
 ends with their mean instead of the best-dev epoch's weights;
 `--initial-weights` starts from an earlier run's `checkpoint.weights.h5`
@@ -322,10 +325,10 @@ def epoch_callbacks(config, timer, validation):
         ]
     if config.ema_momentum:
         # The checkpoints above see the averaged weights; the backup (and
-        # the next epoch) the trained ones. The timer first: epoch times
-        # leave out the extra evaluation.
+        # the next epoch) the trained ones. The timer records both dev
+        # figures (its epoch times end at the last batch either way).
         swap_in = pair_tasks.MovingAverageIn(validation)
-        callbacks = [timer, swap_in, *callbacks[:-3], limit]
+        callbacks = [swap_in, *callbacks[:-3], timer, limit]
         callbacks += [pair_tasks.MovingAverageOut(swap_in), backup]
     return callbacks, backup
 
@@ -365,7 +368,7 @@ def final_results(model, arrays, config):
     return {**averaged, "averaged_epochs": len(last), "best_epoch": results}
 
 
-def run_metrics(config, history, timer, pairs_trained):
+def run_metrics(config, timer, pairs_trained):
     """What metrics.json records of the run besides the results."""
     metrics = {
         "epochs": len(timer.epoch_seconds),
@@ -389,14 +392,14 @@ def run_metrics(config, history, timer, pairs_trained):
             "baseline",
         ):
             metrics[name] = getattr(config, name)
+    # Dev accuracy per epoch, every epoch of a resumed run included (with
+    # `--ema-momentum`: the averaged weights', and the trained weights').
+    metrics["dev_accuracy_by_epoch"] = timer.logged["val_accuracy"]
     if config.ema_momentum:
-        # Dev accuracy per epoch of this process's `fit` (a resumed run
-        # lists the epochs after the resume), averaged and trained weights.
         metrics["ema_momentum"] = config.ema_momentum
-        metrics["dev_accuracy_by_epoch"] = history.history["val_accuracy"]
-        metrics["dev_accuracy_by_epoch_trained_weights"] = history.history.get(
-            "val_accuracy_trained_weights", []
-        )
+        metrics["dev_accuracy_by_epoch_trained_weights"] = timer.logged[
+            "val_accuracy_trained_weights"
+        ]
     return metrics
 
 
@@ -407,9 +410,11 @@ def train(config):
     validation = training.divisible_batches(
         pair_tasks.bucketed(*arrays["dev"], config).as_dataset()
     )
-    timer = pair_tasks.TrainingTimer()
+    timer = pair_tasks.TrainingTimer(
+        keys=("val_accuracy", "val_accuracy_trained_weights")
+    )
     callbacks, backup = epoch_callbacks(config, timer, validation)
-    history, seconds = pair_tasks.fit_pairs(
+    _, seconds = pair_tasks.fit_pairs(
         model, arrays["train"], config, callbacks, backup, validation
     )
     results = final_results(model, arrays, config)
@@ -417,8 +422,8 @@ def train(config):
     trained = len(training.trim_to_batch_multiple(arrays["train"])[1])
     metrics = {
         **results,
-        "train_seconds": seconds,
-        **run_metrics(config, history, timer, trained),
+        "train_seconds": timer.run_seconds(seconds),
+        **run_metrics(config, timer, trained),
         **info,
     }
     runs.write_metrics(config.output_dir, metrics)

@@ -248,14 +248,30 @@ def trainable_parameters(model):
 
 
 class TrainingTimer(keras.callbacks.Callback):
-    """Wall time of the training batches of each epoch (no validation).
+    """Wall time of the training batches of each epoch (no validation), the
+    run's training time, and chosen figures of each epoch's logs.
 
-    `pairs_per_second(pairs)` gives the throughput over the epochs after
-    the first, which includes compiling.
+    Backed up with the model (`backup_callback`), so a resumed run reports
+    every epoch, its first process's included: `epoch_seconds`,
+    `logged[key]` (one value per epoch, `None` where the logs lacked it)
+    and `run_seconds(seconds)`. `pairs_per_second(pairs)` gives the
+    throughput over the epochs after the first, which includes compiling.
+
+    Args:
+        keys: log keys to record at each epoch's end, e.g.
+            `("val_accuracy",)`. The callback sees the logs as the
+            callbacks before it left them.
     """
+
+    def __init__(self, keys=()):
+        super().__init__()
+        self.keys = tuple(keys)
 
     def on_train_begin(self, logs=None):
         self.epoch_seconds = []
+        self.logged = {key: [] for key in self.keys}
+        self.earlier_seconds = 0.0  # training time of earlier processes
+        self._fit_start = time.perf_counter()
 
     def on_epoch_begin(self, epoch, logs=None):
         self._start = time.perf_counter()
@@ -266,17 +282,34 @@ class TrainingTimer(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         self.epoch_seconds.append(self._last - self._start)
+        for key in self.keys:
+            value = (logs or {}).get(key)
+            self.logged[key].append(None if value is None else float(value))
 
     def pairs_per_second(self, pairs):
         seconds = self.epoch_seconds[1:] or self.epoch_seconds
         return pairs * len(seconds) / sum(seconds)
 
-    # Backed up with the model: a resumed run reports every epoch.
+    def run_seconds(self, seconds):
+        """This process's `seconds` of training plus the earlier processes'
+        (up to their last backed-up epoch)."""
+        return self.earlier_seconds + seconds
+
     def get_state(self):
-        return {"epoch_seconds": list(self.epoch_seconds)}
+        elapsed = time.perf_counter() - self._fit_start
+        return {
+            "epoch_seconds": list(self.epoch_seconds),
+            "logged": {key: list(v) for key, v in self.logged.items()},
+            "run_seconds": self.earlier_seconds + elapsed,
+        }
 
     def set_state(self, state):
         self.epoch_seconds = list(state["epoch_seconds"])
+        # Backups written before these were kept have neither: their
+        # earlier epochs' figures and time are unknown, and left out.
+        logged = state.get("logged", {})
+        self.logged = {key: list(logged.get(key, [])) for key in self.keys}
+        self.earlier_seconds = float(state.get("run_seconds", 0.0))
 
 
 class TimeLimit(keras.callbacks.Callback):

@@ -234,3 +234,22 @@ def test_killed_applications_resume_to_the_uninterrupted_model(tmp_path):
         total = int(steps["reference"][0])
         assert total % epochs == 0 and total > kill_step, (name, total)
         assert steps["resumed"] == steps["reference"], name
+
+    # The NLI run's metrics cover both epochs, the one trained before the
+    # kill included, and its training time adds the killed process's.
+    reference_metrics, resumed_metrics = (
+        json.loads((folder["nli"] / "metrics.json").read_text())
+        for folder in (reference, resumed)
+    )
+    assert resumed_metrics["epochs"] == 2
+    np.testing.assert_allclose(
+        resumed_metrics["dev_accuracy_by_epoch"],
+        reference_metrics["dev_accuracy_by_epoch"],
+        atol=1e-6,
+    )
+    timer_state = metadata["nli"]["callback_states"][1]
+    assert (
+        timer_state["logged"]["val_accuracy"]
+        == (resumed_metrics["dev_accuracy_by_epoch"][:1])
+    )
+    assert 0 < timer_state["run_seconds"] < resumed_metrics["train_seconds"]
