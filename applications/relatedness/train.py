@@ -336,10 +336,12 @@ def train(config):
         *training.trim_to_batch_multiple(arrays["dev"]),
         os.path.join(config.output_dir, "checkpoint.keras"),
     )
+    timer = pair_tasks.TrainingTimer()
     limit = pair_tasks.TimeLimit(60 * config.time_limit_minutes)
-    backup = pair_tasks.backup_callback(config.output_dir, [tracker])
+    backup = pair_tasks.backup_callback(config.output_dir, [tracker, timer])
+    callbacks = [tracker, timer, limit, backup]
     _, seconds = pair_tasks.fit_pairs(
-        model, arrays["train"], config, [tracker, limit, backup], backup
+        model, arrays["train"], config, callbacks, backup
     )
     metrics = {
         **final_metrics(config, model, arrays, tracker),
@@ -350,7 +352,8 @@ def train(config):
         "vectors": config.vectors,
         "mixed_precision": config.mixed_precision,
         "seed": config.seed,
-        "train_seconds": seconds,
+        # A resumed run's time includes the earlier processes'.
+        "train_seconds": timer.run_seconds(seconds),
         "backend": keras.backend.backend(),
         "model": config.model,
         **info,

@@ -253,3 +253,10 @@ def test_killed_applications_resume_to_the_uninterrupted_model(tmp_path):
         == (resumed_metrics["dev_accuracy_by_epoch"][:1])
     )
     assert 0 < timer_state["run_seconds"] < resumed_metrics["train_seconds"]
+    # So does the relatedness run's (its timer is the second backed-up
+    # callback, after the dev correlation tracker).
+    relatedness_seconds = json.loads(
+        (resumed["relatedness"] / "metrics.json").read_text()
+    )["train_seconds"]
+    timer_state = metadata["relatedness"]["callback_states"][1]
+    assert 0 < timer_state["run_seconds"] < relatedness_seconds
