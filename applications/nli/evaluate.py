@@ -15,7 +15,6 @@ Usage:
         --split test --examples 0 5 --data-dir DATA
 """
 
-import argparse
 import contextlib
 import os
 import sys
@@ -26,6 +25,7 @@ from keras_attention import data
 from keras_attention import visualization
 from keras_attention.models.decomposable_attention import ALIGNMENT_LAYER
 from keras_attention.models.resan import sampler_inference
+from keras_attention.training import cli
 from keras_attention.training import runs
 
 
@@ -35,6 +35,9 @@ def load_run(run_dir):
     model = runs.load_model(run_dir)
     return config, vocabulary, model
 
+
+# What `--run-dir` must hold.
+RUN_FILES = (runs.MODEL_FILE, runs.VOCABULARY_FILE, runs.CONFIG_FILE)
 
 # `--selection` values and the samplers' `inference` rules they set.
 SELECTION_RULES = {"threshold": "threshold", "sampled": "sample", "all": "all"}
@@ -53,16 +56,26 @@ def encode(sentences, index):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--run-dir", required=True)
+    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--run-dir", required=True, type=cli.run_folder("run_dir", *RUN_FILES)
+    )
     parser.add_argument("--split", choices=("dev", "test"), default="test")
-    parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--examples", type=int, nargs="*", default=[0])
+    parser.add_argument(
+        "--data-dir", default=None, type=cli.typed(str, "data_dir")
+    )
+    parser.add_argument(
+        "--examples", type=cli.typed(int, "examples"), nargs="*", default=[0]
+    )
     parser.add_argument(
         "--selection", choices=SELECTION_RULES, default="threshold"
     )
     args = parser.parse_args(argv)
+    with cli.user_errors(parser, argv):
+        return evaluate_run(parser, args)
 
+
+def evaluate_run(parser, args):
     config, vocabulary, model = load_run(args.run_dir)
     if args.selection != "threshold" and config["model"] != "resan":
         parser.error(
@@ -78,6 +91,12 @@ def main(argv=None):
         rows = data.load_snli(args.split, data_dir=args.data_dir)
         premises, hypotheses = rows["premise"], rows["hypothesis"]
         labels = rows["label"]
+    too_far = [n for n in args.examples if n >= len(labels)]
+    if too_far:
+        parser.error(
+            f"--examples must be below the {len(labels)} pairs of the "
+            f"{args.split} split. Received: --examples {too_far[0]}"
+        )
     premise_tokens, premise_ids = encode(premises, index)
     hypothesis_tokens, hypothesis_ids = encode(hypotheses, index)
     inputs = {"premise": premise_ids, "hypothesis": hypothesis_ids}

@@ -13,18 +13,32 @@ graph. Sentences are cut to `--max-length` words (default: the run's
 `applications/translation/README.md`.
 """
 
-import argparse
-
 from keras_attention import export
+from keras_attention.training import cli
+from keras_attention.training import runs
+
+# What `--run-dir` must hold.
+RUN_FILES = (runs.MODEL_FILE, runs.VOCABULARY_FILE, runs.CONFIG_FILE)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--run-dir", default="runs/nli")
+    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--run-dir",
+        default="runs/nli",
+        type=cli.run_folder("run_dir", *RUN_FILES),
+    )
     parser.add_argument("--export-dir", default="exports/nli")
-    parser.add_argument("--version", type=int, default=1)
-    parser.add_argument("--max-length", type=int, default=None)
+    parser.add_argument("--version", type=cli.typed(int, "version"), default=1)
+    parser.add_argument(
+        "--max-length", type=cli.typed(int, "max_length"), default=None
+    )
     args = parser.parse_args(argv)
+    with cli.user_errors(parser, argv):
+        return export_run(args)
+
+
+def export_run(args):
     path = export.export_classifier(
         args.run_dir,
         args.export_dir,

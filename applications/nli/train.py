@@ -42,9 +42,7 @@ docs/distributed_training.md).
 """
 
 import dataclasses
-import json
 import os
-import sys
 
 import keras
 
@@ -427,7 +425,18 @@ def train(config):
         **info,
     }
     runs.write_metrics(config.output_dir, metrics)
-    print(json.dumps(metrics, indent=2))
+    headline = {
+        "dev accuracy": metrics["dev_accuracy"],
+        "test accuracy": metrics["test_accuracy"],
+    }
+    print(
+        runs.summary(
+            config.output_dir,
+            headline,
+            metrics["train_seconds"],
+            names=(runs.MODEL_FILE, runs.METRICS_FILE, runs.CONFIG_FILE),
+        )
+    )
     return metrics
 
 
@@ -486,5 +495,13 @@ def parse_args(argv=None):
     )
 
 
+def main(argv=None):
+    """Trains with the flags of `argv`; a data or flag error ends the
+    program with one line and exit status 2, Ctrl-C with status 130."""
+    return cli.main(
+        train, Config, argv, __doc__.split("\n")[0], check=check_flags
+    )
+
+
 if __name__ == "__main__":
-    train(parse_args(sys.argv[1:]))
+    main()

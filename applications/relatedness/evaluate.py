@@ -18,15 +18,19 @@ Usage:
         --model-file last.keras
 """
 
-import argparse
 import json
+import os
 import sys
 
 import numpy as np
 from scipy import stats
 
 from keras_attention import data
+from keras_attention.training import cli
 from keras_attention.training import runs
+
+# What `--run-dir` must hold.
+RUN_FILES = (runs.VOCABULARY_FILE, runs.CONFIG_FILE)
 
 SPLITS = {"dev": "trial", "test": "test"}
 
@@ -58,14 +62,27 @@ def calibration(predicted, gold):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--run-dir", required=True)
+    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--run-dir", required=True, type=cli.run_folder("run_dir", *RUN_FILES)
+    )
     parser.add_argument("--model-file", default=runs.MODEL_FILE)
     parser.add_argument("--split", choices=sorted(SPLITS), default="test")
-    parser.add_argument("--data-dir", default=None)
+    parser.add_argument(
+        "--data-dir", default=None, type=cli.typed(str, "data_dir")
+    )
     parser.add_argument("--json-out", default=None)
     args = parser.parse_args(argv)
+    if not os.path.isfile(os.path.join(args.run_dir, args.model_file)):
+        parser.error(
+            f"--model-file must name a file of the run folder "
+            f"{args.run_dir!r}. Received: --model-file {args.model_file}"
+        )
+    with cli.user_errors(parser, argv):
+        return evaluate_run(args)
 
+
+def evaluate_run(args):
     config = runs.read_config(args.run_dir)
     index = data.vocabulary_index(runs.read_vocabulary(args.run_dir))
     model = runs.load_model(args.run_dir, file_name=args.model_file)

@@ -34,9 +34,7 @@ docs/distributed_training.md).
 """
 
 import dataclasses
-import json
 import os
-import sys
 
 import keras
 import numpy as np
@@ -359,7 +357,24 @@ def train(config):
         **info,
     }
     runs.write_metrics(config.output_dir, metrics)
-    print(json.dumps(metrics, indent=2))
+    headline = {
+        "test pearson": metrics["test_pearson"],
+        "spearman": metrics["test_spearman"],
+        "mse": metrics["test_mse"],
+    }
+    print(
+        runs.summary(
+            config.output_dir,
+            headline,
+            metrics["train_seconds"],
+            names=(
+                runs.MODEL_FILE,
+                LAST_MODEL_FILE,
+                runs.METRICS_FILE,
+                runs.CONFIG_FILE,
+            ),
+        )
+    )
     return metrics
 
 
@@ -382,5 +397,13 @@ def parse_args(argv=None):
     )
 
 
+def main(argv=None):
+    """Trains with the flags of `argv`; a data or flag error ends the
+    program with one line and exit status 2, Ctrl-C with status 130."""
+    return cli.main(
+        train, Config, argv, __doc__.split("\n")[0], check=check_flags
+    )
+
+
 if __name__ == "__main__":
-    train(parse_args(sys.argv[1:]))
+    main()

@@ -20,7 +20,6 @@ directory, translates test2016 and test2017 with beam search, and writes
   second).
 """
 
-import argparse
 import json
 import os
 import time
@@ -37,9 +36,12 @@ from keras_attention import metrics as registered_metrics  # noqa: F401
 from keras_attention import models  # noqa: F401
 from keras_attention import schedules  # noqa: F401
 from keras_attention.data import translation
+from keras_attention.training import cli
 from keras_attention.training import runs
 
 SAMPLES = 5
+# What `--model-dir` must hold.
+RUN_FILES = (runs.MODEL_FILE, translation.TOKENIZER_FILE)
 
 
 def bleu_scores(hypotheses, references):
@@ -145,12 +147,20 @@ def write_metrics(model_dir, results, merge=False):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model-dir", default="runs/translation")
-    parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--beam-size", type=int, default=4)
-    parser.add_argument("--alpha", type=float, default=0.6)
-    parser.add_argument("--limit", type=int, default=None)
+    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--model-dir",
+        default="runs/translation",
+        type=cli.run_folder("model_dir", *RUN_FILES),
+    )
+    parser.add_argument(
+        "--data-dir", default=None, type=cli.typed(str, "data_dir")
+    )
+    parser.add_argument(
+        "--beam-size", type=cli.typed(int, "beam_size"), default=4
+    )
+    parser.add_argument("--alpha", type=cli.typed(float, "alpha"), default=0.6)
+    parser.add_argument("--limit", type=cli.typed(int, "limit"), default=None)
     parser.add_argument(
         "--dtype",
         default=None,
@@ -158,6 +168,11 @@ def main(argv=None):
         help="Decode under this dtype policy (default: the saved one).",
     )
     args = parser.parse_args(argv)
+    with cli.user_errors(parser, argv):
+        return evaluate_run(args)
+
+
+def evaluate_run(args):
     model, tokenizer = load_translator(args.model_dir, args.dtype)
     results = evaluate(
         model,
@@ -170,7 +185,7 @@ def main(argv=None):
     if args.dtype is not None:
         # Beside the figures of the saved policy, not over them.
         results = {f"{k}_{args.dtype}": v for k, v in results.items()}
-    write_metrics(args.model_dir, results, merge=args.dtype is not None)
+    return write_metrics(args.model_dir, results, merge=args.dtype is not None)
 
 
 if __name__ == "__main__":

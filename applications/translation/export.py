@@ -14,25 +14,44 @@ SentencePiece tokenizer, beam search (`serving_default`) and greedy search
 sentence; TF Serving on CPU then needs `--xla_cpu_compilation_enabled=true`).
 """
 
-import argparse
-
 from keras_attention import export
+from keras_attention.data.translation import TOKENIZER_FILE
+from keras_attention.training import cli
+from keras_attention.training import runs
+
+# What `--run-dir` must hold.
+RUN_FILES = (runs.MODEL_FILE, TOKENIZER_FILE)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--run-dir", default="runs/translation")
+    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--run-dir",
+        default="runs/translation",
+        type=cli.run_folder("run_dir", *RUN_FILES),
+    )
     parser.add_argument("--export-dir", default="exports/translator")
-    parser.add_argument("--version", type=int, default=1)
-    parser.add_argument("--beam-size", type=int, default=4)
-    parser.add_argument("--alpha", type=float, default=0.6)
-    parser.add_argument("--max-extra-length", type=int, default=50)
+    parser.add_argument("--version", type=cli.typed(int, "version"), default=1)
+    parser.add_argument(
+        "--beam-size", type=cli.typed(int, "beam_size"), default=4
+    )
+    parser.add_argument("--alpha", type=cli.typed(float, "alpha"), default=0.6)
+    parser.add_argument(
+        "--max-extra-length",
+        type=cli.typed(int, "max_extra_length"),
+        default=50,
+    )
     parser.add_argument(
         "--jit-compile",
         action="store_true",
         help="Compile the searches with XLA (servers with XLA only).",
     )
     args = parser.parse_args(argv)
+    with cli.user_errors(parser, argv):
+        return export_run(args)
+
+
+def export_run(args):
     path = export.export_translator(
         args.run_dir,
         args.export_dir,

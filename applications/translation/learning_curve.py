@@ -19,7 +19,6 @@ k-th epoch (the last always). `--dtype float32` decodes in float32 what was
 trained under a mixed policy (default: the policy the run was trained in).
 """
 
-import argparse
 import json
 import os
 import re
@@ -29,6 +28,9 @@ import time
 from keras_attention import data
 from keras_attention import decoding
 from keras_attention import metrics
+from keras_attention.data import multi30k
+from keras_attention.data.translation import TOKENIZER_FILE
+from keras_attention.training import cli
 from keras_attention.training import runs
 from keras_attention.utils import files
 
@@ -36,6 +38,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import evaluate  # noqa: E402  (also registers the model's classes)
 
 CACHE_FILE = "learning_curve.json"
+# What each `--run-dir` must hold.
+RUN_FILES = (runs.MODEL_FILE, TOKENIZER_FILE, runs.TRAINING_FILE, "checkpoints")
 CHECKPOINT = re.compile(r"epoch-(\d+)\.weights\.h5$")
 
 
@@ -45,19 +49,19 @@ def checkpoint_minutes(run_dir):
     The minutes of epoch k are the sum of the first k `epoch_seconds`.
 
     Raises:
-        ValueError: if `training.json` has no `epoch_seconds` for every
+        DataError: if `training.json` has no `epoch_seconds` for every
             checkpoint (a run resumed after an interruption lists only its
             last process's epochs, and older runs none).
     """
     info = runs.read_json(run_dir, runs.TRAINING_FILE)
     if not info:
-        raise ValueError(
+        raise data.DataError(
             f"Argument `run_dir` must hold a {runs.TRAINING_FILE} written by "
             f"train.py. Received: run_dir={run_dir!r}"
         )
     seconds = info.get("epoch_seconds")
     if seconds is None or info.get("first_epoch", 1) != 1:
-        raise ValueError(
+        raise data.DataError(
             f"The run in {run_dir!r} has no per-epoch times for all its "
             "epochs (it predates them or was resumed), so its checkpoints "
             "cannot be placed on a time axis."
@@ -70,7 +74,7 @@ def checkpoint_minutes(run_dir):
             continue
         epoch = int(match.group(1))
         if epoch > len(seconds):
-            raise ValueError(
+            raise data.DataError(
                 f"Checkpoint {name} of {run_dir!r} is past the "
                 f"{len(seconds)} epoch times in {runs.TRAINING_FILE}."
             )
@@ -192,15 +196,24 @@ def plot(curves, path, split):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--run-dir", action="append", required=True)
+    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--run-dir",
+        action="append",
+        required=True,
+        type=cli.run_folder("run_dir", *RUN_FILES),
+    )
     parser.add_argument("--label", action="append", default=None)
-    parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--split", default="test2016")
-    parser.add_argument("--beam-size", type=int, default=4)
-    parser.add_argument("--alpha", type=float, default=0.6)
-    parser.add_argument("--every", type=int, default=1)
-    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument(
+        "--data-dir", default=None, type=cli.typed(str, "data_dir")
+    )
+    parser.add_argument("--split", default="test2016", choices=multi30k.SPLITS)
+    parser.add_argument(
+        "--beam-size", type=cli.typed(int, "beam_size"), default=4
+    )
+    parser.add_argument("--alpha", type=cli.typed(float, "alpha"), default=0.6)
+    parser.add_argument("--every", type=cli.typed(int, "every"), default=1)
+    parser.add_argument("--limit", type=cli.typed(int, "limit"), default=None)
     parser.add_argument("--dtype", default=None, choices=("float32",))
     parser.add_argument("--figure", default=None)
     parser.add_argument("--json-out", default=None)
@@ -210,6 +223,11 @@ def main(argv=None):
             f"--label must be given once per --run-dir: {len(args.label)} "
             f"labels for {len(args.run_dir)} runs"
         )
+    with cli.user_errors(parser, argv):
+        return curves_of(args)
+
+
+def curves_of(args):
     curves, summary = [], []
     for i, run_dir in enumerate(args.run_dir):
         points, final, info = run_curve(run_dir, args)

@@ -458,7 +458,41 @@ def run_multi30k(config, scope=None):
 
 
 def main(argv=None):
+    parser = cli.make_parser(__doc__.split("\n")[0], Config, Options)
     config, args = parse_args(argv)
+    if (args.smoke_steps or 600) < (args.smoke_epochs or 4):
+        parser.error(
+            "--smoke-steps must be at least --smoke-epochs (one step per "
+            f"epoch). Received: --smoke-steps {args.smoke_steps}, "
+            f"--smoke-epochs {args.smoke_epochs}"
+        )
+    with cli.user_errors(parser, argv, config.output_dir):
+        results = run(config, args)
+    print(summary(config, results))
+    return results
+
+
+def summary(config, results):
+    """The run's last lines: the headline figures (exact match of the copy
+    task; SacreBLEU and chrF of each evaluated split), the training time
+    and the files written (`runs.summary`)."""
+    headline = {
+        name.replace("bleu_sacrebleu_", "SacreBLEU ").replace("_", " "): value
+        for name, value in results.items()
+        if name == "exact_match"
+        or name.startswith(("bleu_sacrebleu_", "chrf_"))
+    }
+    names = (
+        runs.MODEL_FILE,
+        translation.TOKENIZER_FILE,
+        runs.METRICS_FILE,
+        runs.TRAINING_FILE,
+    )
+    seconds = results.get("training_time_s")
+    return runs.summary(config.output_dir, headline, seconds, names=names)
+
+
+def run(config, args):
     # The strategy first: a multi-worker strategy must exist before
     # TensorFlow runs any operation.
     scope = training.strategy_scope(config.strategy)
@@ -468,7 +502,7 @@ def main(argv=None):
     available = data_available(config.data_dir)
     if available is not True:
         if not args.demo:
-            raise SystemExit(f"Multi30k is not available: {available}")
+            raise data.DataError(f"Multi30k is not available: {available}")
         print(
             "No Multi30k data (no --data-dir, no $KERAS_ATTENTION_DATA, no "
             "network): running the synthetic copy task instead."

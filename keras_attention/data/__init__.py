@@ -27,6 +27,11 @@ padded id arrays to `model.fit` in length-bucketed batches
 (`predict_in_buckets` predicts on them, in the examples' order), and
 `make_batches` (`make_dataset`, `epoch_stream`) builds them for translation
 pairs, with the translation buckets and a token budget per batch.
+
+Data a user can fix (a missing, empty or malformed file, a split with no
+usable pair) raises `DataError`, a `ValueError` (`DataFileNotFoundError`
+for a missing file or folder, also a `FileNotFoundError`), with one line
+naming the file and what was expected.
 """
 
 from keras_attention.data.batching import BucketedBatches
@@ -34,6 +39,8 @@ from keras_attention.data.batching import padded_lengths
 from keras_attention.data.batching import predict_in_buckets
 from keras_attention.data.checksums import KNOWN_FILES
 from keras_attention.data.checksums import KnownFile
+from keras_attention.data.errors import DataError
+from keras_attention.data.errors import DataFileNotFoundError
 from keras_attention.data.glove import VECTORS
 from keras_attention.data.glove import distinct_vectors
 from keras_attention.data.glove import embedding_matrix
@@ -81,6 +88,8 @@ from keras_attention.data.words import word_ids
 
 __all__ = [
     "BucketedBatches",
+    "DataError",
+    "DataFileNotFoundError",
     "NLI_INPUTS",
     "PairData",
     "RELATEDNESS_INPUTS",

@@ -230,6 +230,24 @@ class BucketedBatches:
             batches = [batches[i] for i in rng.permutation(len(batches))]
         return batches
 
+    def _check_not_empty(self, epoch):
+        """The batches of `epoch`; a `ValueError` if there are none."""
+        batches = self.batches(epoch)
+        if not batches:
+            dropped = ""
+            if self.drop_remainder and self.num_examples:
+                dropped = (
+                    " (drop_remainder=True drops every bucket's incomplete "
+                    "batch)"
+                )
+            raise ValueError(
+                f"An epoch of these batches holds no batch{dropped}: "
+                "expected at least one example per epoch. Received: "
+                f"{self.num_examples} examples, batch_size="
+                f"{self.batch_size}, drop_remainder={self.drop_remainder}"
+            )
+        return batches
+
     def _in_bucket(self, width):
         if self.per_input_widths:
             return self._bucket_of == self.widths.index(width)
@@ -273,6 +291,9 @@ class BucketedBatches:
         """
         check_non_negative_int("initial_epoch", initial_epoch)
         check_positive_int("epochs", epochs, allow_none=True)
+        # An epoch without a batch would make the endless stream spin
+        # forever looking for the next batch.
+        self._check_not_empty(initial_epoch)
         tf = import_optional("tensorflow", "tensorflow", "as_dataset")
 
         def spec(array, width_axis):
@@ -297,7 +318,8 @@ class BucketedBatches:
                 passes[0] += 1
             epoch = first
             while epochs is None or epoch < first + epochs:
-                for rows, width in self.batches(epoch):
+                batches = self._check_not_empty(epoch)
+                for rows, width in batches:
                     yield self.batch(rows, width)
                 epoch += 1
 

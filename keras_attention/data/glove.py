@@ -23,6 +23,8 @@ import os
 import numpy as np
 
 from keras_attention.data import resolver
+from keras_attention.data.errors import DataError
+from keras_attention.data.errors import DataFileNotFoundError
 
 GLOVE_FILE = "glove/glove.6B.50d.subset.txt.gz"
 SPACY_FILE = "vectors/spacy_en_core_web_md_3.8.0.300d.txt.gz"
@@ -54,14 +56,21 @@ def read_glove_file(path):
     for number, line in enumerate(resolver.read_lines(path), start=1):
         parts = line.rstrip().split(" ")
         if len(parts) < 2:
-            raise ValueError(
+            raise DataError(
                 f"Malformed GloVe file '{path}', line {number}: expected a "
                 f"word followed by numbers. Received: {line[:80]!r}"
             )
         if dimension is None:
             dimension = len(parts) - 1
+            if number == 1 and dimension == 1 and _is_count(parts):
+                raise DataError(
+                    f"Malformed GloVe file '{path}', line 1: expected a "
+                    "word followed by numbers. Received: a word2vec header "
+                    f"{line[:80]!r} (GloVe files have none: remove the "
+                    "first line)"
+                )
         elif len(parts) - 1 != dimension:
-            raise ValueError(
+            raise DataError(
                 f"Inconsistent vector length in GloVe file '{path}', line "
                 f"{number} (word {parts[0]!r}): expected {dimension} values "
                 f"(the length of line 1). Received: {len(parts) - 1} values"
@@ -69,7 +78,7 @@ def read_glove_file(path):
         words.append(parts[0])
         rows.append(parts[1:])
     if dimension is None:
-        raise ValueError(f"The GloVe file '{path}' is empty.")
+        raise DataError(f"The GloVe file '{path}' is empty.")
     try:
         vectors = np.array(rows, dtype=np.float32)
     except ValueError:
@@ -77,7 +86,7 @@ def read_glove_file(path):
             try:
                 np.array(values, dtype=np.float32)
             except ValueError as error:
-                raise ValueError(
+                raise DataError(
                     f"Malformed GloVe file '{path}', line {number}: {error}"
                 ) from None
         raise
@@ -157,7 +166,9 @@ def load_vectors(vectors, data_dir=None):
         A tuple `(words, vectors)`, as `read_glove_file`.
 
     Raises:
-        ValueError: If `vectors` is neither a staged name nor a file.
+        DataFileNotFoundError: If `vectors` is neither a staged name nor
+            an existing file.
+        DataError: If the file is empty or not in the GloVe format.
     """
     if vectors in VECTORS:
         return read_glove_file(
@@ -165,10 +176,22 @@ def load_vectors(vectors, data_dir=None):
         )
     if isinstance(vectors, (str, os.PathLike)) and os.path.isfile(vectors):
         return read_glove_file(vectors)
-    raise ValueError(
-        f"Argument `vectors` must be one of {sorted(VECTORS)} or the path "
-        f"of a GloVe-format file. Received: vectors={vectors!r}"
+    if isinstance(vectors, (str, os.PathLike)) and os.path.exists(vectors):
+        raise DataError(
+            f"The vectors path '{os.fspath(vectors)}' is not a file: "
+            f"expected one of {sorted(VECTORS)} or the path of a "
+            f"GloVe-format file. Received: vectors={vectors!r}"
+        )
+    raise DataFileNotFoundError(
+        f"No vectors file '{vectors}': expected one of {sorted(VECTORS)} "
+        f"or the path of an existing GloVe-format file. Received: "
+        f"vectors={vectors!r}"
     )
+
+
+def _is_count(parts):
+    """Whether a line's two fields are integers (a word2vec header)."""
+    return all(part.isdigit() for part in parts)
 
 
 def embedding_matrix(

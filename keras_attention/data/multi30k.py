@@ -10,6 +10,7 @@ so they are only available from a data directory.
 import os
 
 from keras_attention.data import resolver
+from keras_attention.data.errors import DataError
 
 SPLITS = ("train", "val", "test2016", "test2017")
 
@@ -40,7 +41,7 @@ def read_parallel(path_en, path_de):
     english = resolver.read_lines(path_en)
     german = resolver.read_lines(path_de)
     if len(english) != len(german):
-        raise ValueError(
+        raise DataError(
             "Parallel files have different numbers of lines: "
             f"'{os.fspath(path_en)}' has {len(english)} lines, "
             f"'{os.fspath(path_de)}' has {len(german)} lines."

@@ -20,6 +20,7 @@ import dataclasses
 
 import numpy as np
 
+from keras_attention.data.errors import DataError
 from keras_attention.data.glove import distinct_vectors
 from keras_attention.data.glove import embedding_matrix
 from keras_attention.data.glove import load_vectors
@@ -162,6 +163,13 @@ def prepare_pairs(
     Returns:
         A `PairData`.
     """
+    counts = {name: len(targets) for name, (_, _, targets) in splits.items()}
+    empty = [name for name, count in counts.items() if not count]
+    if empty:
+        raise DataError(
+            f"No pairs to use in the {' and '.join(empty)} split(s): "
+            f"expected at least one pair in each. Received: {counts}"
+        )
     tokenized = {
         name: ([tokenize(s) for s in first], [tokenize(s) for s in second])
         for name, (first, second, _) in splits.items()

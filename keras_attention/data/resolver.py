@@ -23,6 +23,8 @@ import posixpath
 import zlib
 
 from keras_attention.data.checksums import KNOWN_FILES
+from keras_attention.data.errors import DataError
+from keras_attention.data.errors import DataFileNotFoundError
 
 ENV_VAR = "KERAS_ATTENTION_DATA"
 CACHE_SUBDIR = "keras_attention"
@@ -62,7 +64,7 @@ def get_data_dir(data_dir=None):
         source = ENV_VAR
     path = os.path.abspath(os.path.expanduser(path))
     if not os.path.isdir(path):
-        raise FileNotFoundError(
+        raise DataFileNotFoundError(
             f"The data directory '{path}' does not exist or is not a "
             f"directory. {_LOOKUP_ORDER} Received: {source}={path!r}"
         )
@@ -126,9 +128,14 @@ def verify_file(path, relative_path):
     known = KNOWN_FILES.get(_normalize_relative_path(relative_path))
     if known is None:
         return
+    if os.path.getsize(path) == 0:
+        raise DataError(
+            f"The data file '{path}' is empty: expected the file "
+            f"{relative_path!r} with sha256 {known.sha256}."
+        )
     actual = file_sha256(path)
     if actual != known.sha256:
-        raise ValueError(
+        raise DataError(
             f"Checksum mismatch for data file '{path}': expected sha256 "
             f"{known.sha256}, received sha256 {actual}. The file is "
             "corrupt or a different version; replace it (or pass "
@@ -139,13 +146,13 @@ def verify_file(path, relative_path):
 def _download(relative_path):
     known = KNOWN_FILES.get(relative_path)
     if known is None:
-        raise ValueError(
+        raise DataError(
             f"'{relative_path}' is not a known data file, so it cannot be "
             f"downloaded. Pass data_dir or set ${ENV_VAR} to a directory "
             f"that contains it. Received: relative_path={relative_path!r}"
         )
     if known.url is None:
-        raise FileNotFoundError(
+        raise DataFileNotFoundError(
             f"The data file '{relative_path}' has no public download URL. "
             f"Set ${ENV_VAR} or pass data_dir (applications: --data-dir) to "
             "a data directory that contains it (see the project's data "
@@ -204,7 +211,7 @@ def get_file(relative_path, data_dir=None, verify=True):
     path = os.path.join(root, *relative_path.split("/"))
     if not os.path.isfile(path):
         source = "data_dir" if data_dir is not None else f"${ENV_VAR}"
-        raise FileNotFoundError(
+        raise DataFileNotFoundError(
             f"Data file not found: '{path}' (data directory '{root}' from "
             f"{source}). {_LOOKUP_ORDER} Received: "
             f"relative_path={relative_path!r}"
@@ -227,9 +234,10 @@ def read_lines(path):
         The list of lines, as strings without line endings.
 
     Raises:
-        FileNotFoundError: If the file does not exist.
-        ValueError: If the gzip stream is truncated or corrupt, or if the
-            file is not valid UTF-8. The message names the file.
+        DataFileNotFoundError: If the file does not exist.
+        DataError: If it cannot be read (a folder, no permission), if the
+            gzip stream is truncated or corrupt, or if the file is not
+            valid UTF-8. The message names the file.
     """
     path = os.fspath(path)
     try:
@@ -239,15 +247,23 @@ def read_lines(path):
         else:
             with open(path, "rb") as f:
                 raw = f.read()
+    except FileNotFoundError:
+        raise DataFileNotFoundError(
+            f"The file '{path}' does not exist."
+        ) from None
+    except (IsADirectoryError, PermissionError) as error:
+        raise DataError(
+            f"The file '{path}' cannot be read ({error.strerror})."
+        ) from None
     except (EOFError, gzip.BadGzipFile, zlib.error) as error:
-        raise ValueError(
+        raise DataError(
             f"The gzip file '{path}' is truncated or corrupt ({error}). "
             "Delete it and fetch it again."
         ) from error
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise ValueError(
+        raise DataError(
             f"The file '{path}' is not valid UTF-8 ({error})."
         ) from error
     # Universal newlines without splitting on other Unicode line breaks.

@@ -11,6 +11,7 @@ endings, which are handled.
 import numpy as np
 
 from keras_attention.data import resolver
+from keras_attention.data.errors import DataError
 
 SPLITS = ("train", "trial", "test")
 SPLIT_ALIASES = {"dev": "trial"}
@@ -54,7 +55,7 @@ def read_sick_file(path):
     lines = resolver.read_lines(path)
     if not lines or tuple(lines[0].split("\t")) != HEADER:
         received = lines[0][:120] if lines else ""
-        raise ValueError(
+        raise DataError(
             f"Malformed SICK file '{path}', line 1: expected the header "
             f"{'<TAB>'.join(HEADER)!r}. Received: {received!r}"
         )
@@ -70,7 +71,7 @@ def read_sick_file(path):
             continue
         fields = line.split("\t")
         if len(fields) != len(HEADER):
-            raise ValueError(
+            raise DataError(
                 f"Malformed SICK file '{path}', line {number}: expected "
                 f"{len(HEADER)} tab-separated fields. Received: "
                 f"{len(fields)} fields in {line[:120]!r}"
@@ -78,7 +79,7 @@ def read_sick_file(path):
         try:
             pid = int(fields[0])
         except ValueError:
-            raise ValueError(
+            raise DataError(
                 f"Malformed SICK file '{path}', line {number}: expected an "
                 f"integer pair_ID. Received: {fields[0]!r}"
             ) from None
@@ -87,14 +88,14 @@ def read_sick_file(path):
         except ValueError:
             score = float("nan")
         if not 1.0 <= score <= 5.0:
-            raise ValueError(
+            raise DataError(
                 f"Malformed SICK file '{path}', line {number}: expected a "
                 "relatedness_score between 1 and 5. Received: "
                 f"{fields[3]!r}"
             )
         judgment = fields[4].strip().lower()
         if judgment not in ENTAILMENT_LABELS:
-            raise ValueError(
+            raise DataError(
                 f"Malformed SICK file '{path}', line {number}: expected an "
                 f"entailment_judgment in "
                 f"{tuple(x.upper() for x in ENTAILMENT_LABELS)}. "

@@ -20,6 +20,8 @@ import os
 import numpy as np
 
 from keras_attention.data import resolver
+from keras_attention.data.errors import DataError
+from keras_attention.data.errors import DataFileNotFoundError
 
 LABELS = ("entailment", "neutral", "contradiction")
 SPLITS = ("train", "dev", "test")
@@ -101,17 +103,17 @@ def read_snli_jsonl(path):
         try:
             row = json.loads(line)
         except json.JSONDecodeError as error:
-            raise ValueError(
+            raise DataError(
                 f"Malformed JSON in '{path}', line {number}: {error}."
             ) from None
         if not isinstance(row, dict):
-            raise ValueError(
+            raise DataError(
                 f"Malformed row in '{path}', line {number}: expected a JSON "
                 f"object. Received: {line[:80]!r}"
             )
         for key in ("sentence1", "sentence2", "gold_label"):
             if not isinstance(row.get(key), str):
-                raise ValueError(
+                raise DataError(
                     f"Malformed row in '{path}', line {number}: expected a "
                     f"string field '{key}'. Received: {key}="
                     f"{row.get(key)!r}"
@@ -121,7 +123,7 @@ def read_snli_jsonl(path):
             skipped += 1
             continue
         if gold not in LABELS:
-            raise ValueError(
+            raise DataError(
                 f"Unknown gold label in '{path}', line {number}. Expected "
                 f"one of {LABELS + (_NO_GOLD_LABEL,)}. Received: "
                 f"gold_label={gold!r}"
@@ -162,7 +164,7 @@ def read_snli_tokenized(premise_path, hypothesis_path, labels_path):
     labels = resolver.read_lines(labels_path)
     counts = (len(premises), len(hypotheses), len(labels))
     if len(set(counts)) != 1:
-        raise ValueError(
+        raise DataError(
             "SNLI files are not line-aligned: "
             f"'{premise_path}' has {counts[0]} lines, "
             f"'{hypothesis_path}' has {counts[1]} lines, "
@@ -178,7 +180,7 @@ def read_snli_tokenized(premise_path, hypothesis_path, labels_path):
             skipped += 1
             continue
         if gold not in LABELS:
-            raise ValueError(
+            raise DataError(
                 f"Unknown label in '{labels_path}', line {number}. Expected "
                 f"one of {LABELS + (_NO_GOLD_LABEL,)}. Received: {gold!r}"
             )
@@ -255,7 +257,9 @@ def load_snli_training(training="subset", data_dir=None):
         untokenized).
 
     Raises:
-        ValueError: If `training` is neither a name nor a file.
+        DataFileNotFoundError: If `training` is neither a name nor a file.
+        DataError: If the file is malformed or holds no pair with a gold
+            label.
     """
     if training in TRAINING_SETS:
         source, relative_path = TRAINING_SETS[training]
@@ -264,9 +268,18 @@ def load_snli_training(training="subset", data_dir=None):
         path = resolver.get_file(relative_path, data_dir=data_dir)
         return read_snli_jsonl(path), source
     if isinstance(training, (str, os.PathLike)) and os.path.isfile(training):
-        return read_snli_jsonl(os.fspath(training)), "jsonl"
-    raise ValueError(
-        f"Argument `training` must be one of {sorted(TRAINING_SETS)} or the "
-        "path of an SNLI JSON Lines file. Received: "
-        f"training={training!r}"
+        path = os.fspath(training)
+        rows = read_snli_jsonl(path)
+        if not rows["label"]:
+            raise DataError(
+                f"The SNLI file '{path}' holds no pair with a gold label "
+                f"({rows['skipped']} without one): expected lines of the "
+                "official JSON Lines format, with sentence1, sentence2 and "
+                f"a gold_label in {LABELS}."
+            )
+        return rows, "jsonl"
+    raise DataFileNotFoundError(
+        f"No SNLI training file '{training}': expected one of "
+        f"{sorted(TRAINING_SETS)} or the path of an existing SNLI JSON Lines "
+        f"file. Received: training={training!r}"
     )

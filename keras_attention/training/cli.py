@@ -24,14 +24,31 @@ The flags the training programs share (`SHARED_FLAGS`: `--data-dir`,
 choices and checks from here, so they mean the same in every program. A
 field of type `bool` is a switch (`--smoke`); a field whose default is
 `None` takes a value of its annotated type. Values are checked while
-parsing (`minimum`: `--bucket-width -1` is refused), then by the program's
-own `check` for flags that depend on each other; both end the program with
-argparse's usage message and exit status 2.
+parsing, then by the program's own `check` for flags that depend on each
+other. Ranges and paths come from the field's `flag(...)` or, by the
+field's name, from `RULES` (`--epochs 0`, `--dropout 1.5`, `--learning-rate
+0`, `--vectors /no/such/file` and `--data-dir /no/such/folder` are refused
+in every program that has them).
+
+A refused value ends the program with one line that names the flag, the
+value and what was expected, then the usage line, and exit status 2, before
+any data is read or model built. `user_errors` does the same for the data
+errors the loaders raise (`keras_attention.data.DataError`: an empty or
+malformed file, a split without a usable pair) and ends a run stopped with
+Ctrl-C with one line and exit status 130. Every program has `--debug`,
+which shows the Python traceback instead.
 """
 
 import argparse
+import contextlib
 import dataclasses
+import fnmatch
+import os
+import sys
 
+from keras_attention.data.errors import DataError
+from keras_attention.data.glove import VECTORS
+from keras_attention.data.snli import TRAINING_SETS
 from keras_attention.training.precision import JIT_COMPILE
 from keras_attention.training.precision import MIXED_PRECISION_CHOICES
 from keras_attention.training.strategies import STRATEGIES
@@ -82,8 +99,74 @@ SHARED_FLAGS = {
         help="Keras progress output: 0 silent, 1 a bar, 2 a line per epoch.",
     ),
 }
-_SPEC_KEYS = ("help", "choices", "minimum", "aliases", "default_text")
+
+# Ranges and paths by field name (a pattern matches the whole name), for
+# every program with such a field; a field's own `flag(...)` overrides.
+# `above` and `below` are exclusive bounds, `minimum` and `maximum`
+# inclusive; `path` is "file" or "dir" (must exist), `names_or_file` the
+# names a value may take instead of the path of an existing file.
+RULES = {
+    "epochs": dict(minimum=1),
+    "smoke_epochs": dict(minimum=1),
+    "smoke_steps": dict(minimum=1),
+    "batch_size": dict(minimum=1),
+    "tokens_per_batch": dict(minimum=1),
+    "max_length": dict(minimum=1),
+    "hidden_dim": dict(minimum=1),
+    "vocabulary_size": dict(minimum=1),
+    "beam_size": dict(minimum=1),
+    "eval_limit": dict(minimum=1),
+    "limit": dict(minimum=1),
+    "warmup_steps": dict(minimum=1),
+    "version": dict(minimum=1),
+    "every": dict(minimum=1),
+    "max_extra_length": dict(minimum=0),
+    "examples": dict(minimum=0),
+    "seed": dict(minimum=0),
+    "average_last": dict(minimum=0),
+    "alpha": dict(minimum=0.0),
+    "sparsity_penalty": dict(minimum=0.0),
+    "*_steps": dict(minimum=0),
+    "*minutes": dict(minimum=0.0),
+    "*dropout": dict(minimum=0.0, below=1.0),
+    "label_smoothing": dict(minimum=0.0, below=1.0),
+    "ema_momentum": dict(minimum=0.0, below=1.0),
+    "*learning_rate*": dict(above=0.0),
+    "*weight_decay": dict(minimum=0.0),
+    "data_dir": dict(path="dir"),
+    "initial_weights": dict(path="file"),
+    "vectors": dict(names_or_file=tuple(sorted(VECTORS))),
+    "train_data": dict(names_or_file=tuple(sorted(TRAINING_SETS))),
+}
+_SPEC_KEYS = (
+    "help",
+    "choices",
+    "minimum",
+    "maximum",
+    "above",
+    "below",
+    "path",
+    "names_or_file",
+    "aliases",
+    "default_text",
+)
+_RANGE_KEYS = ("minimum", "maximum", "above", "below")
+DEBUG_HELP = (
+    "Show the Python traceback of an error in the flags or the data "
+    "(default: one line and exit status 2)."
+)
+# The exit status of a run stopped with Ctrl-C (128 + SIGINT), as shells
+# report it.
+INTERRUPTED_STATUS = 130
+
+
 _TYPES = {"str": str, "int": int, "float": float, "bool": bool}
+
+
+def typed(kind, name):
+    """`kind` with the checks `RULES` gives the flag `name`, for programs
+    that declare flags with argparse: `type=cli.typed(int, "version")`."""
+    return checked_type(kind, name_rules(name), name)
 
 
 def flag(
@@ -93,6 +176,11 @@ def flag(
     minimum=None,
     aliases=(),
     default_text=None,
+    maximum=None,
+    above=None,
+    below=None,
+    path=None,
+    names_or_file=None,
 ):
     """A dataclass field with what its flag needs beyond type and default.
 
@@ -105,6 +193,13 @@ def flag(
         minimum: number. Smaller values are refused while parsing.
         aliases: other spellings of the flag (for example an old name).
         default_text: str. Shown instead of the default in `--help`.
+        maximum: number. Larger values are refused.
+        above: number. Values up to it are refused (`learning_rate > 0`).
+        below: number. Values from it on are refused (`dropout < 1`).
+        path: `"file"` or `"dir"`: the value must be an existing file or
+            folder.
+        names_or_file: names (or a function returning them) the value may
+            be instead of the path of an existing file.
 
     Returns:
         A `dataclasses.field`.
@@ -113,6 +208,11 @@ def flag(
         "help": help,
         "choices": choices,
         "minimum": minimum,
+        "maximum": maximum,
+        "above": above,
+        "below": below,
+        "path": path,
+        "names_or_file": names_or_file,
         "aliases": tuple(aliases),
         "default_text": default_text,
     }
@@ -124,16 +224,29 @@ def flag_name(name):
     return "--" + name.replace("_", "-")
 
 
+def name_rules(name):
+    """The `RULES` of a field or flag name, the exact name's last."""
+    rules = {}
+    for pattern, rule in RULES.items():
+        if pattern != name and fnmatch.fnmatchcase(name, pattern):
+            rules.update(rule)
+    rules.update(RULES.get(name, {}))
+    return rules
+
+
 def field_spec(field):
-    """The flag's help, choices, minimum and aliases for one field: the
-    shared ones (`SHARED_FLAGS`), updated by the field's own `flag(...)`."""
+    """The flag's help, choices, checks and aliases for one field: the
+    shared ones (`SHARED_FLAGS`) and those of its name (`RULES`), updated
+    by the field's own `flag(...)`."""
     spec = dict(SHARED_FLAGS.get(field.name, {}))
+    spec.update(name_rules(field.name))
     for key in _SPEC_KEYS:
         value = field.metadata.get(key)
         if value not in (None, ()):
             spec[key] = value
-    if callable(spec.get("choices")):
-        spec["choices"] = tuple(spec["choices"]())
+    for key in ("choices", "names_or_file"):
+        if callable(spec.get(key)):
+            spec[key] = tuple(spec[key]())
     return spec
 
 
@@ -144,24 +257,131 @@ def _field_type(field):
     return kind if kind in (str, int, float, bool) else str
 
 
-def _bounded(kind, minimum, name):
-    """`kind`, refusing values below `minimum` with a message that names
-    the flag and the value (argparse prefixes `argument --flag:`)."""
-    if minimum is None:
+def _range_text(spec):
+    """`"at least 1"`, `"in [0, 1)"`, `"greater than 0"`..."""
+    low = spec.get("minimum", spec.get("above"))
+    high = spec.get("maximum", spec.get("below"))
+    if low is not None and high is not None:
+        left = "[" if "minimum" in spec else "("
+        right = "]" if "maximum" in spec else ")"
+        return f"in {left}{low}, {high}{right}"
+    if "minimum" in spec:
+        return f"at least {spec['minimum']}"
+    if "above" in spec:
+        return f"greater than {spec['above']}"
+    if "maximum" in spec:
+        return f"at most {spec['maximum']}"
+    return f"less than {spec['below']}"
+
+
+def _in_range(value, spec):
+    return not (
+        ("minimum" in spec and value < spec["minimum"])
+        or ("maximum" in spec and value > spec["maximum"])
+        or ("above" in spec and value <= spec["above"])
+        or ("below" in spec and value >= spec["below"])
+    )
+
+
+def _path_problem(text, spec):
+    """What is wrong with a path value, or `None`."""
+    names = spec.get("names_or_file")
+    if names is not None:
+        if text in names or os.path.isfile(text):
+            return None
+        found = "is a folder" if os.path.isdir(text) else "does not exist"
+        return (
+            f"must be one of {list(names)} or the path of an existing "
+            f"file; {text!r} {found}"
+        )
+    kind = spec.get("path")
+    if kind == "file" and not os.path.isfile(text):
+        found = "is a folder" if os.path.isdir(text) else "does not exist"
+        return f"must be an existing file; {text!r} {found}"
+    if kind == "dir" and not os.path.isdir(text):
+        found = "is a file" if os.path.isfile(text) else "does not exist"
+        return f"must be an existing folder; {text!r} {found}"
+    return None
+
+
+def checked_type(kind, spec, name):
+    """`kind`, refusing values out of the spec's range or paths that do not
+    exist, with a message that names the flag and the value (argparse
+    prefixes `argument --flag:`).
+
+    Args:
+        kind: `int`, `float` or `str`.
+        spec: dict with any of `minimum`, `maximum`, `above`, `below`,
+            `path` and `names_or_file` (see `flag`).
+        name: the field's name.
+    """
+    spec = {
+        key: spec[key]
+        for key in (*_RANGE_KEYS, "path", "names_or_file")
+        if spec.get(key) is not None
+    }
+    if not spec:
         return kind
+    if kind is str:
+        spec = {k: v for k, v in spec.items() if k not in _RANGE_KEYS}
+    else:
+        spec = {k: v for k, v in spec.items() if k in _RANGE_KEYS}
 
     def convert(text):
         value = kind(text)
-        if value < minimum:
+        if kind is str:
+            problem = _path_problem(value, spec)
+        elif not _in_range(value, spec):
+            problem = f"must be {_range_text(spec)}"
+        else:
+            problem = None
+        if problem:
             raise argparse.ArgumentTypeError(
-                f"must be at least {minimum}. Received: {flag_name(name)} "
-                f"{text}"
+                f"{problem}. Received: {flag_name(name)} {text}"
             )
         return value
 
     # argparse names the type in "invalid int value: 'x'".
     convert.__name__ = kind.__name__
     return convert
+
+
+def run_folder(name, *files):
+    """An argparse `type` for a flag naming a run folder (a training
+    program's `--output-dir`) that must hold `files`: a missing folder or
+    file is refused with a message that names the flag, the value and the
+    files expected.
+
+    Example: `parser.add_argument("--run-dir", type=cli.run_folder(
+    "run_dir", "model.keras", "vocabulary.txt"))`.
+    """
+
+    def convert(text):
+        expected = f"a run folder holding {', '.join(files)} (a train.py "
+        expected += "--output-dir)"
+        if not os.path.isdir(text):
+            found = "is a file" if os.path.exists(text) else "does not exist"
+        else:
+            missing = [
+                file
+                for file in files
+                if not os.path.exists(os.path.join(text, file))
+            ]
+            if not missing:
+                return text
+            found = f"has no {', '.join(missing)}"
+        raise argparse.ArgumentTypeError(
+            f"must be {expected}; {text!r} {found}. Received: "
+            f"{flag_name(name)} {text}"
+        )
+
+    convert.__name__ = "run folder"
+    return convert
+
+
+def _bounded(kind, minimum, name):
+    """`kind`, refusing values below `minimum` (see `checked_type`)."""
+    return checked_type(kind, {"minimum": minimum}, name)
 
 
 def add_config_flags(parser, config_cls):
@@ -193,7 +413,7 @@ def add_config_flags(parser, config_cls):
             else:
                 kwargs["action"] = "store_true"
         else:
-            kwargs["type"] = _bounded(kind, spec.get("minimum"), field.name)
+            kwargs["type"] = checked_type(kind, spec, field.name)
             if spec.get("choices") is not None:
                 kwargs["choices"] = spec["choices"]
         names = [flag_name(field.name), *spec.get("aliases", ())]
@@ -201,9 +421,40 @@ def add_config_flags(parser, config_cls):
     return parser
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """An `argparse.ArgumentParser` whose errors are one line, then the
+    usage line: `train.py: error: argument --epochs: must be at least 1.
+    Received: --epochs 0`, then `usage: train.py [flags] (train.py --help
+    lists them)`, and exit status 2. Every parser has `--debug`.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        add_debug_flag(self)
+
+    def error(self, message):
+        message = " ".join(str(message).split())
+        self.exit(
+            2,
+            f"{self.prog}: error: {message}\n"
+            f"usage: {self.prog} [flags] ({self.prog} --help lists them)\n",
+        )
+
+
+def add_debug_flag(parser):
+    """Adds `--debug` (`DEBUG_HELP`) to an argparse parser."""
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help=DEBUG_HELP,
+    )
+    return parser
+
+
 def make_parser(description, *config_classes):
-    """An `argparse.ArgumentParser` with the flags of each dataclass."""
-    parser = argparse.ArgumentParser(description=description)
+    """An `ArgumentParser` with the flags of each dataclass, and `--debug`."""
+    parser = ArgumentParser(description=description)
     for config_cls in config_classes:
         add_config_flags(parser, config_cls)
     return parser
@@ -246,7 +497,10 @@ def parse_config(config_cls, argv=None, description=None, check=None):
     >>> parse_config(Config, ["--smoke"])
     Config(epochs=1, smoke=True)
     """
-    parser = make_parser(description, config_cls)
+    return _parse(make_parser(description, config_cls), config_cls, argv, check)
+
+
+def _parse(parser, config_cls, argv, check):
     given = given_values(parser, argv)
     if given.get("smoke") and "epochs" not in given:
         given["epochs"] = SMOKE_EPOCHS
@@ -255,3 +509,69 @@ def parse_config(config_cls, argv=None, description=None, check=None):
     if message:
         parser.error(message)
     return config
+
+
+def debug_given(parser, argv=None):
+    """Whether `argv` (default `sys.argv[1:]`) holds `--debug`."""
+    known, _ = parser.parse_known_args(argv)
+    return bool(getattr(known, "debug", False))
+
+
+@contextlib.contextmanager
+def user_errors(parser, argv=None, output_dir=None):
+    """Ends the program in the block with one line for what a user can fix.
+
+    A `keras_attention.data.DataError` (a missing, empty or malformed data
+    file, a split without a usable pair) becomes `parser.error(...)`: its
+    message, the usage line and exit status 2. Ctrl-C (`KeyboardInterrupt`)
+    prints one line, saying how to resume when the run has a backup in
+    `output_dir`, and exits with status 130. With `--debug` in `argv`
+    both propagate with their traceback. Every other exception is a bug
+    and propagates as it is.
+
+    Args:
+        parser: the program's parser (`make_parser` or `ArgumentParser`).
+        argv: the program's arguments. Defaults to `sys.argv[1:]`.
+        output_dir: the run folder, whose `backup/` an interrupted run
+            resumes from (none for evaluation and export).
+    """
+    debug = debug_given(parser, argv)
+    try:
+        yield
+    except DataError as error:
+        if debug:
+            raise
+        parser.error(str(error))
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        backup = output_dir and os.path.join(output_dir, "backup")
+        if backup and os.path.isdir(backup):
+            hint = (
+                f"; run the same command again to resume from the last "
+                f"completed epoch (backup in {backup})"
+            )
+        else:
+            hint = ""
+        print(f"{parser.prog}: interrupted{hint}.", file=sys.stderr)
+        sys.exit(INTERRUPTED_STATUS)
+
+
+def main(program, config_cls, argv=None, description=None, check=None):
+    """Parses `argv` (`parse_config`) and runs `program(config)` under
+    `user_errors`; returns what `program` returns.
+
+    Example: a training program's last lines.
+
+    ```python
+    def main(argv=None):
+        return cli.main(train, Config, argv, __doc__.split("\\n")[0])
+
+    if __name__ == "__main__":
+        main()
+    ```
+    """
+    parser = make_parser(description, config_cls)
+    config = _parse(parser, config_cls, argv, check)
+    with user_errors(parser, argv, getattr(config, "output_dir", None)):
+        return program(config)

@@ -147,3 +147,40 @@ def load_model(run_dir, compile=False, safe_mode=True, file_name=MODEL_FILE):
             f"run_dir_or_model={os.fspath(run_dir)!r}"
         )
     return keras.saving.load_model(path, compile=compile, safe_mode=safe_mode)
+
+
+def summary(run_dir, headline, seconds, names=(MODEL_FILE, METRICS_FILE)):
+    """The few lines a training run ends with: what it reached, in how long,
+    and where its files are (the full figures stay in `metrics.json`).
+
+    Args:
+        run_dir: the run folder.
+        headline: dict of the run's main figures, e.g.
+            `{"test accuracy": 0.81}` (floats are shown with 4 decimals;
+            `None` as "n/a").
+        seconds: the training time in seconds (`None`: not known).
+        names: the files of `run_dir` to list (those that exist are).
+
+    Returns:
+        The text, one line per item, without a final newline.
+
+    Example:
+
+    >>> print(summary("runs/x", {"test accuracy": 0.8123}, 75.0, names=()))
+    Done: test accuracy 0.8123; 1.2 min of training.
+    """
+
+    def shown(value):
+        if value is None:
+            return "n/a"
+        return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+    figures = ", ".join(f"{name} {shown(v)}" for name, v in headline.items())
+    took = "" if seconds is None else f"; {seconds / 60:.1f} min of training"
+    lines = [f"Done: {figures}{took}."]
+    paths = [os.path.join(run_dir, name) for name in names]
+    paths = [path for path in paths if os.path.exists(path)]
+    width = max((len(os.path.basename(p)) for p in paths), default=0)
+    for path in paths:
+        lines.append(f"  {os.path.basename(path) + ':':<{width + 1}} {path}")
+    return "\n".join(lines)

@@ -298,3 +298,51 @@ def test_per_input_widths_cut_each_input_to_its_own_bucket():
             per_input_widths=True,
             tokens_per_batch=64,
         )
+
+
+@pytest.mark.parametrize("epochs", [None, 1, 3])
+@pytest.mark.parametrize("per_input_widths", [False, True])
+def test_no_example_raises_instead_of_an_endless_stream(
+    epochs, per_input_widths
+):
+    inputs, targets = make_pairs(num_examples=0)
+    batches = BucketedBatches(
+        inputs, targets, batch_size=4, per_input_widths=per_input_widths
+    )
+    assert len(batches) == 0
+    with pytest.raises(
+        ValueError, match="holds no batch.*Received: 0 examples"
+    ):
+        batches.as_dataset(epochs=epochs)
+
+
+def test_an_epoch_left_empty_by_drop_remainder_raises():
+    # Three examples, batches of four: the only batch is incomplete.
+    inputs, targets = make_pairs(num_examples=3)
+    batches = BucketedBatches(
+        inputs, targets, batch_size=4, width_step=20, drop_remainder=True
+    )
+    with pytest.raises(ValueError, match="drop_remainder=True drops"):
+        batches.as_dataset(epochs=None, initial_epoch=5)
+    # The same examples without drop_remainder make one batch per epoch.
+    batches.drop_remainder = False
+    stream = iter(batches.as_dataset(epochs=None))
+    for _ in range(3):
+        x, y = next(stream)
+        assert sorted(np.asarray(y).tolist()) == [0, 1, 2]
+
+
+def test_the_generator_itself_refuses_an_empty_epoch():
+    # A subclass whose later epochs are empty: the stream ends with the
+    # error instead of looking for a next batch forever.
+    inputs, targets = make_pairs(num_examples=4)
+
+    class FirstEpochOnly(BucketedBatches):
+        def batches(self, epoch=0):
+            return super().batches(epoch) if epoch == 0 else []
+
+    batches = FirstEpochOnly(inputs, targets, batch_size=4, width_step=20)
+    stream = iter(batches.as_dataset(epochs=None))
+    next(stream)
+    with pytest.raises(Exception, match="holds no batch"):
+        next(stream)
