@@ -24,6 +24,8 @@ SLOW = (
     "tests/applications/nli_test.py::test_average_last",
     "tests/applications/relatedness_test.py::test_smoke_run",
     "tests/applications/translation_test.py::test_smoke_copy_task",
+    # Ctrl-C during a --smoke training, then the same command resumes it.
+    "tests/reliability/interrupt_test.py",
     "tests/tutorials_test.py",  # every tutorial, top to bottom
     "tests/export/",  # SavedModel and ONNX exports, serving processes
     "tests/distribute/mixed_precision_test.py",  # 50-step trainings
