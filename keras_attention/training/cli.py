@@ -152,8 +152,8 @@ _SPEC_KEYS = (
 )
 _RANGE_KEYS = ("minimum", "maximum", "above", "below")
 DEBUG_HELP = (
-    "Show the Python traceback of an error in the flags or the data "
-    "(default: one line and exit status 2)."
+    "Show the Python traceback of a data error or of Ctrl-C (default: one "
+    "line, and exit status 2 or 130)."
 )
 # The exit status of a run stopped with Ctrl-C (128 + SIGINT), as shells
 # report it.
@@ -428,9 +428,11 @@ class ArgumentParser(argparse.ArgumentParser):
     lists them)`, and exit status 2. Every parser has `--debug`.
     """
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        add_debug_flag(self)
+    def parse_known_args(self, args=None, namespace=None):
+        # `--debug` last in `--help`, after the program's own flags.
+        if "debug" not in {action.dest for action in self._actions}:
+            add_debug_flag(self)
+        return super().parse_known_args(args, namespace)
 
     def error(self, message):
         message = " ".join(str(message).split())

@@ -119,7 +119,11 @@ CASES = [
     ),
     ("translation_export", ["--version", "0"], "--version 0"),
     ("translation_evaluate", ["--beam-size", "0"], "--beam-size 0"),
-    ("nli_evaluate", ["--run-dir", "{not_a_run}", "--examples", "-1"], "-1"),
+    (
+        "nli_evaluate",
+        ["--examples", "-1", "--run-dir", "{not_a_run}"],
+        "must be at least 0. Received: --examples -1",
+    ),
     # Missing files and folders.
     ("nli", ["--vectors", "/does/not/exist"], "'/does/not/exist' does not"),
     ("relatedness", ["--vectors", "/does/not/exist.txt"], "does not exist"),
