@@ -84,3 +84,26 @@ def test_json_is_plain_and_indented(tmp_path):
     runs.write_json(tmp_path, "x.json", {"a": 1})
     assert json.loads((tmp_path / "x.json").read_text()) == {"a": 1}
     assert (tmp_path / "x.json").read_text() == '{\n  "a": 1\n}'
+
+
+def test_summary_lists_the_figures_the_time_and_the_files_written(tmp_path):
+    (tmp_path / "model.keras").write_text("")
+    (tmp_path / "metrics.json").write_text("{}")
+    text = runs.summary(
+        str(tmp_path),
+        {"test accuracy": 0.81234, "epochs": 3, "bleu": None},
+        seconds=90.0,
+        names=("model.keras", "metrics.json", "figure.png"),
+    )
+    lines = text.splitlines()
+    assert lines[0] == (
+        "Done: test accuracy 0.8123, epochs 3, bleu n/a; 1.5 min of training."
+    )
+    # The files that exist, with their paths; the missing figure is left out.
+    assert lines[1:] == [
+        f"  model.keras:  {tmp_path / 'model.keras'}",
+        f"  metrics.json: {tmp_path / 'metrics.json'}",
+    ]
+    assert runs.summary(str(tmp_path), {"r": 0.5}, None, names=()) == (
+        "Done: r 0.5000."
+    )
