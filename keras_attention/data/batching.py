@@ -280,7 +280,10 @@ class BucketedBatches:
         Epoch `initial_epoch` comes first. `epochs=None` gives an endless
         stream for `model.fit(..., steps_per_epoch=len(batches))`: start it
         at `BackupAndRestore.initial_epoch()` and a resumed run sees the
-        batches an uninterrupted run sees. The order is fixed by the
+        batches an uninterrupted run sees. An endless stream whose epoch
+        holds no batch (no example, or `drop_remainder` drops them all)
+        raises a `ValueError` instead of looking for a batch forever; a
+        finite one is then empty. The order is fixed by the
         position in the stream, so prefetching cannot change it.
 
         With `new_order_per_pass`, each new pass over the dataset (each
@@ -291,9 +294,10 @@ class BucketedBatches:
         """
         check_non_negative_int("initial_epoch", initial_epoch)
         check_positive_int("epochs", epochs, allow_none=True)
-        # An epoch without a batch would make the endless stream spin
-        # forever looking for the next batch.
-        self._check_not_empty(initial_epoch)
+        if epochs is None:
+            # An epoch without a batch would make the endless stream spin
+            # forever looking for the next batch.
+            self._check_not_empty(initial_epoch)
         tf = import_optional("tensorflow", "tensorflow", "as_dataset")
 
         def spec(array, width_axis):
@@ -318,7 +322,10 @@ class BucketedBatches:
                 passes[0] += 1
             epoch = first
             while epochs is None or epoch < first + epochs:
-                batches = self._check_not_empty(epoch)
+                if epochs is None:
+                    batches = self._check_not_empty(epoch)
+                else:
+                    batches = self.batches(epoch)
                 for rows, width in batches:
                     yield self.batch(rows, width)
                 epoch += 1

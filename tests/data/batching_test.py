@@ -300,20 +300,17 @@ def test_per_input_widths_cut_each_input_to_its_own_bucket():
         )
 
 
-@pytest.mark.parametrize("epochs", [None, 1, 3])
 @pytest.mark.parametrize("per_input_widths", [False, True])
-def test_no_example_raises_instead_of_an_endless_stream(
-    epochs, per_input_widths
-):
+def test_no_example_raises_instead_of_an_endless_stream(per_input_widths):
     inputs, targets = make_pairs(num_examples=0)
     batches = BucketedBatches(
         inputs, targets, batch_size=4, per_input_widths=per_input_widths
     )
     assert len(batches) == 0
-    with pytest.raises(
-        ValueError, match="holds no batch.*Received: 0 examples"
-    ):
-        batches.as_dataset(epochs=epochs)
+    with pytest.raises(ValueError, match="holds no batch.*Received: 0 exam"):
+        batches.as_dataset(epochs=None)
+    # A finite number of epochs of nothing is empty, not endless.
+    assert list(batches.as_dataset(epochs=3)) == []
 
 
 def test_an_epoch_left_empty_by_drop_remainder_raises():
