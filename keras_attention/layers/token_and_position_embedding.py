@@ -118,6 +118,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         mask_zero=False,
         embeddings_initializer=None,
         max_wavelength=10000.0,
+        tie_weights=True,
         **kwargs,
     ):
         check_positive_int("vocabulary_size", vocabulary_size)
@@ -143,12 +144,14 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             embeddings_initializer
         )
         self.max_wavelength = max_wavelength
+        self.tie_weights = tie_weights
         self.supports_masking = mask_zero
 
     def build(self, inputs_shape):
-        self.token_embedding = keras.layers.Embedding(
+        self.token_embedding = keras.layers.ReversibleEmbedding(
             self.vocabulary_size,
             self.embedding_dim,
+            tie_weights=self.tie_weights,
             embeddings_initializer=self.embeddings_initializer,
             dtype=self.dtype_policy,
             name="token_embedding",
@@ -187,8 +190,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
                     f"be embedding_dim={self.embedding_dim}. Received: "
                     f"inputs with shape {shape}"
                 )
-            kernel = ops.cast(self.token_embedding.embeddings, inputs.dtype)
-            return ops.matmul(inputs, ops.transpose(kernel))
+            return self.token_embedding(inputs, reverse=True)
         check_rank("inputs", static_shape(inputs), 2)
         # (B, T) -> (B, T, F)
         embedded = self.token_embedding(inputs)
@@ -228,6 +230,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
                     self.embeddings_initializer
                 ),
                 "max_wavelength": self.max_wavelength,
+                "tie_weights": self.tie_weights,
             }
         )
         return config

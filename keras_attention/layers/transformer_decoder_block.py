@@ -8,6 +8,7 @@ from keras_attention.ops import to_stacked_cache
 from keras_attention.ops.key_value_cache import cache_batch_and_length
 from keras_attention.ops.key_value_cache import is_stacked_cache
 from keras_attention.ops.writes import slice_update
+from keras_attention.utils.aliases import rename_keywords
 from keras_attention.utils.dtypes import floating_inputs
 from keras_attention.utils.masks import kept_keras_masks
 from keras_attention.utils.masks import keras_mask
@@ -15,6 +16,14 @@ from keras_attention.utils.validation import check_dims
 from keras_attention.utils.validation import check_mask
 from keras_attention.utils.validation import check_rank
 from keras_attention.utils.validation import static_shape
+
+# keras-hub's call argument names -> ours.
+KERAS_HUB_CALL_NAMES = {
+    "decoder_sequence": "inputs",
+    "encoder_sequence": "encoder_outputs",
+    "decoder_padding_mask": "padding_mask",
+    "decoder_attention_mask": "attention_mask",
+}
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -213,6 +222,12 @@ class TransformerDecoderBlock(TransformerBlockBase):
         self._build_feedforward(inputs_shape, norm_last=True)
         self.built = True
 
+    def __call__(self, *args, **kwargs):
+        # keras-hub's names become ours before Keras binds the arguments
+        # (it builds the layer from, and masks, the first one, `inputs`).
+        kwargs = rename_keywords(self.call, args, kwargs, KERAS_HUB_CALL_NAMES)
+        return super().__call__(*args, **kwargs)
+
     def call(
         self,
         inputs,
@@ -362,76 +377,38 @@ class TransformerDecoderBlock(TransformerBlockBase):
         stacked_cross = is_stacked_cache(cross_attention_cache)
         if stacked_cross:
             cross_attention_cache = from_stacked_cache(cross_attention_cache)
-        scores = ()
-
-        # Causal self-attention, optionally over the cached prefix.
-        def self_attend(x):
-            if self_attention_cache is None:
-                result = self.self_attention(
-                    x,
-                    x,
-                    query_mask=query_mask,
-                    value_mask=key_mask,
-                    attention_mask=attention_mask,
-                    use_causal_mask=use_causal_mask,
-                    return_attention_scores=return_attention_scores,
-                    training=training,
-                )
-            else:
-                result = self.self_attention.call_with_cache(
-                    x,
-                    self_attention_cache,
-                    cache_update_index,
-                    query_mask=query_mask,
-                    value_mask=key_mask,
-                    attention_mask=attention_mask,
-                    use_causal_mask=use_causal_mask,
-                    return_attention_scores=return_attention_scores,
-                    training=training,
-                )
-            return _split(result)
-
-        x, extra = self._residual(
-            "self_attention", inputs, self_attend, training
+        common = dict(
+            query_mask=query_mask,
+            return_attention_scores=return_attention_scores,
+            training=training,
         )
-        if self_attention_cache is not None:
-            self_attention_cache, extra = extra[-1], extra[:-1]
-        scores += extra
-
+        # Causal self-attention, optionally over the cached prefix.
+        x, scores, self_attention_cache = self._attention_sublayer(
+            "self_attention",
+            inputs,
+            value=None,
+            cache=self_attention_cache,
+            cache_update_index=cache_update_index,
+            value_mask=key_mask,
+            attention_mask=attention_mask,
+            use_causal_mask=use_causal_mask,
+            **common,
+        )
         if self.cross_attention is not None:
             # Encoder-decoder attention over the encoder outputs, or over
             # their keys and values projected once.
-            def cross_attend(x):
-                if cross_attention_cache is None:
-                    result = self.cross_attention(
-                        x,
-                        encoder_outputs,
-                        query_mask=query_mask,
-                        value_mask=encoder_padding_mask,
-                        attention_mask=encoder_attention_mask,
-                        return_attention_scores=return_attention_scores,
-                        training=training,
-                    )
-                else:
-                    result = self.cross_attention.call_with_cache(
-                        x,
-                        cross_attention_cache,
-                        cross_attention_cache_update_index,
-                        value=encoder_outputs,
-                        query_mask=query_mask,
-                        value_mask=encoder_padding_mask,
-                        attention_mask=encoder_attention_mask,
-                        return_attention_scores=return_attention_scores,
-                        training=training,
-                    )
-                return _split(result)
-
-            x, extra = self._residual(
-                "cross_attention", x, cross_attend, training
+            x, cross_scores, cross_attention_cache = self._attention_sublayer(
+                "cross_attention",
+                x,
+                value=encoder_outputs,
+                cache=cross_attention_cache,
+                cache_update_index=cross_attention_cache_update_index,
+                value_mask=encoder_padding_mask,
+                attention_mask=encoder_attention_mask,
+                use_causal_mask=False,
+                **common,
             )
-            if cross_attention_cache is not None:
-                cross_attention_cache, extra = extra[-1], extra[:-1]
-            scores += extra
+            scores += cross_scores
 
         x = self._feedforward(x, training)
         outputs = (x,) + scores
@@ -442,6 +419,42 @@ class TransformerDecoderBlock(TransformerBlockBase):
         if stacked_cross:
             cross_attention_cache = to_stacked_cache(cross_attention_cache)
         return outputs, cross_attention_cache
+
+    def _attention_sublayer(
+        self, name, x, *, value, cache, cache_update_index, **arguments
+    ):
+        """The attention sublayer `name` (`"self_attention"` or
+        `"cross_attention"`) in the residual stream.
+
+        Attends from the (normalized) stream to `value`, or to the stream
+        itself when `value` is `None`; with `cache`, over the cache, which
+        `cache_update_index` (if not `None`) first updates. Returns `(x,
+        scores, cache)`: the new stream, the attention weights as a tuple
+        (empty unless asked for), and the cache (`None` without one).
+        """
+        attention = getattr(self, name)
+
+        def attend(stream):
+            if cache is None:
+                result = attention(
+                    stream,
+                    stream if value is None else value,
+                    **arguments,
+                )
+            else:
+                result = attention.call_with_cache(
+                    stream,
+                    cache,
+                    cache_update_index,
+                    value=value,
+                    **arguments,
+                )
+            return _split(result)
+
+        x, extra = self._residual(name, x, attend, arguments["training"])
+        if cache is not None:
+            cache, extra = extra[-1], extra[:-1]
+        return x, extra, cache
 
     def _check_call(
         self,
