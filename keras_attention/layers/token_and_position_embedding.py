@@ -35,12 +35,17 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
     takes `(vocabulary_size, sequence_length, embedding_dim)` in that order;
     here everything after `vocabulary_size` is keyword-only, so a call
     written for keras-hub with positional arguments raises a `TypeError`
-    instead of building other shapes. The call arguments `start_index` and
-    `positions` mean the same as there. keras-hub's layer always learns its
-    positions and does not scale the token embeddings; this one defaults to
-    the paper's sinusoidal positions and `sqrt(F)` scaling (pass
-    `position="learned"` and `scale_embeddings=False` for keras-hub's
-    arithmetic).
+    instead of building other shapes. Every other argument name of its
+    constructor and call (`tie_weights`, `start_index`, `positions`, ...)
+    means the same as there, and `token_embedding` is a
+    `keras.layers.ReversibleEmbedding`, so keras-hub's
+    `embedding.token_embedding(hidden, reverse=True)` works too. keras-hub's
+    layer always learns its positions and does not scale the token
+    embeddings; this one defaults to the paper's sinusoidal positions and
+    `sqrt(F)` scaling (pass `position="learned"` and
+    `scale_embeddings=False` for keras-hub's arithmetic, or use
+    `keras_attention.compat.keras_hub.layers.TokenAndPositionEmbedding`,
+    keras-hub's constructor verbatim).
 
     Args:
         vocabulary_size: int. Number of token ids, `V`. The only positional
@@ -59,6 +64,9 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             scale.
         max_wavelength: float. For sinusoidal positions. Defaults to
             `10000.0`.
+        tie_weights: bool. The reverse call uses the transposed token
+            table; `False` gives it a table of its own, `(F, V)`. Defaults
+            to `True`.
         **kwargs: base layer arguments (`name`, `dtype`, ...).
 
     Call arguments:
@@ -71,7 +79,8 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             Replaces `start_index`, which must then stay `0`. Defaults to
             `None`.
         reverse: bool. Project hidden states to vocabulary logits with the
-            transposed embedding matrix. Defaults to `False`.
+            transposed embedding matrix (or the untied reverse table).
+            Defaults to `False`.
 
     Returns:
         Embeddings `(B, T, F)`, or logits `(B, T, V)` with `reverse=True`.

@@ -90,11 +90,13 @@ class TransformerDecoderBlock(TransformerBlockBase):
     `keras_hub.layers.TransformerDecoder` in both modes, with the weights
     in the same order, so `ours.set_weights(theirs.get_weights())`
     reproduces its outputs at real tokens (keras-hub masks padded tokens as
-    keys only). Its call arguments map to ours as `decoder_sequence` ->
-    `inputs`, `encoder_sequence` -> `encoder_outputs`,
-    `decoder_padding_mask` -> `padding_mask`, `decoder_attention_mask` ->
-    `attention_mask`; the positional order of the first six is keras-hub's.
-    Its cache arguments are accepted under its names:
+    keys only). Every argument name of its constructor and call is
+    accepted with its meaning. Its call names `decoder_sequence`,
+    `encoder_sequence`, `decoder_padding_mask` and `decoder_attention_mask`
+    are other names for `inputs`, `encoder_outputs`, `padding_mask` and
+    `attention_mask` (give one of each pair); the positional order of the
+    first six is keras-hub's. Its cache arguments are accepted under its
+    names:
     `self_attention_cache_update_index` is `cache_update_index`, and
     `cross_attention_cache_update_index=0` writes the projected
     `encoder_outputs` into `cross_attention_cache` (`None` reuses it). A
@@ -102,11 +104,15 @@ class TransformerDecoderBlock(TransformerBlockBase):
     structure, `(outputs, self_attention_cache, cross_attention_cache)`
     (the last only with a cross-attention cache), and gives keras-hub's
     outputs and caches (`tests/layers/transformer_decoder_block_test.py`).
-    Its `normalize_first` is `norm_first` (also readable as
-    `normalize_first`) and its `layer_norm_epsilon` defaults to `1e-5`.
-    keras-hub takes `(intermediate_dim, num_heads)` positionally; here
-    every constructor argument is keyword-only, so a positional port fails
-    with a `TypeError`.
+    Its `normalize_first` is `norm_first` (either name may be given and
+    read), its one `dropout` is our `dropout` plus `attention_dropout`, and
+    its `layer_norm_epsilon` defaults to `1e-5`. keras-hub takes
+    `(intermediate_dim, num_heads)` positionally; here every constructor
+    argument is keyword-only, so a positional port fails with a
+    `TypeError`. `keras_attention.compat.keras_hub.layers.
+    TransformerDecoder` is this block with keras-hub's constructor verbatim
+    (`tests/layers/keras_hub_compat_test.py` holds both to keras-hub's
+    installed class).
 
     Args:
         num_heads: int. Number of attention heads, `N`.
@@ -120,6 +126,8 @@ class TransformerDecoderBlock(TransformerBlockBase):
         layer_norm_epsilon: float. Defaults to `1e-6`.
         norm_first: bool. Pre-norm instead of the paper's post-norm.
             Defaults to `False`.
+        normalize_first: bool. keras-hub's name for `norm_first`; give
+            either (or both, equal).
         kernel_initializer: initializer for all kernels. Defaults to
             `"glorot_uniform"`.
         bias_initializer: initializer for all biases. Defaults to `"zeros"`.
@@ -127,13 +135,17 @@ class TransformerDecoderBlock(TransformerBlockBase):
         **kwargs: base layer arguments (`name`, `dtype`, ...).
 
     Call arguments:
-        inputs: float tensor `(B, T, F)`, the target hidden states.
+        inputs: float tensor `(B, T, F)`, the target hidden states; also
+            `decoder_sequence` (keras-hub's name).
         encoder_outputs: float tensor `(B, S, F)`. Leave out in a
             decoder-only block; may be left out with `cross_attention_cache`.
+            Also `encoder_sequence`.
         padding_mask: optional boolean tensor `(B, T)`, `True` = real token;
-            `(B, L)` over the cache slots with a self-attention cache.
+            `(B, L)` over the cache slots with a self-attention cache. Also
+            `decoder_padding_mask`.
         attention_mask: optional boolean tensor `(B, T, T)`, or `(B, T, L)`
-            with a self-attention cache; `True` = attend.
+            with a self-attention cache; `True` = attend. Also
+            `decoder_attention_mask`.
         encoder_padding_mask: optional boolean tensor `(B, S)`.
         encoder_attention_mask: optional boolean tensor `(B, T, S)`.
         self_attention_cache: optional pair `(keys, values)` of `(B, N, L,

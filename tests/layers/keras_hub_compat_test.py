@@ -321,7 +321,8 @@ def test_cached_loop_as_keras_hubs_samplers(normalize_first, with_encoder):
     assert_same(caches["ours"], caches["theirs"])
     # ... and the loop gives the full causal call's outputs.
     full = ours(*args) if with_encoder else ours(x)
-    assert_same(np.concatenate(outputs["ours"], axis=1), full)
+    steps = [to_numpy(output) for output in outputs["ours"]]
+    assert_same(np.concatenate(steps, axis=1), full)
 
 
 @pytest.mark.parametrize("use_causal_mask", [True, False])
