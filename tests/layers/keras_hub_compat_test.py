@@ -9,6 +9,7 @@ constructors verbatim. Weights are copied from keras-hub's layer, and the
 outputs, caches and public attributes compared.
 """
 
+import doctest
 import inspect
 
 import keras
@@ -428,3 +429,15 @@ def test_keras_hub_names_in_a_functional_model():
     model = keras.Model(tokens, x)
     ids = RNG.integers(1, V, size=(B, T)).astype("int32")
     assert keras.ops.shape(model(ids)) == (B, T, F)
+
+
+def test_compat_docstring_examples_run():
+    finder = doctest.DocTestFinder()
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    globs = {"keras": keras, "np": np, **vars(compat.layers)}
+    tests = finder.find(compat.layers, globs=globs)
+    examples = [test for test in tests if test.examples]
+    assert len(examples) >= 3
+    for test in examples:
+        runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
