@@ -29,21 +29,55 @@ PositionEmbedding = layers.PositionEmbedding
 SinePositionEncoding = layers.SinusoidalPositionEncoding
 
 
-def _block_arguments(dropout, normalize_first, kwargs):
-    """keras-hub's `dropout` also drops attention weights; its
-    `normalize_first` is our `norm_first`."""
-    kwargs.setdefault("attention_dropout", dropout)
-    return dict(dropout=dropout, normalize_first=normalize_first, **kwargs)
+class KerasHubBlock:
+    """keras-hub's constructor and config for our Transformer blocks.
 
+    Mixed in before `TransformerEncoderBlock` or `TransformerDecoderBlock`:
+    keras-hub's arguments in its order and with its defaults. Its one
+    `dropout` also drops attention weights (`attention_dropout` defaults to
+    `dropout`), its `normalize_first` is our `norm_first`, and the input
+    shapes its decoder writes into its config (`config_shapes`) build the
+    layer.
+    """
 
-def _keras_hub_block_config(config):
-    """Our block config under keras-hub's name for `norm_first`."""
-    config["normalize_first"] = config.pop("norm_first")
-    return config
+    config_shapes = ()
+
+    def __init__(
+        self,
+        intermediate_dim,
+        num_heads,
+        dropout=0,
+        activation="relu",
+        layer_norm_epsilon=1e-05,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        normalize_first=False,
+        **kwargs,
+    ):
+        shapes = [kwargs.pop(name, None) for name in self.config_shapes]
+        kwargs.setdefault("attention_dropout", dropout)
+        super().__init__(
+            intermediate_dim=intermediate_dim,
+            num_heads=num_heads,
+            dropout=dropout,
+            activation=activation,
+            layer_norm_epsilon=layer_norm_epsilon,
+            kernel_initializer=kernel_initializer,
+            bias_initializer=bias_initializer,
+            normalize_first=normalize_first,
+            **kwargs,
+        )
+        if shapes and shapes[0]:
+            self.build(*shapes)
+
+    def get_config(self):
+        config = super().get_config()
+        config["normalize_first"] = config.pop("norm_first")
+        return config
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
-class TransformerEncoder(layers.TransformerEncoderBlock):
+class TransformerEncoder(KerasHubBlock, layers.TransformerEncoderBlock):
     """`TransformerEncoderBlock` with keras-hub's constructor.
 
     `keras_hub.layers.TransformerEncoder`'s arguments, in its order and
@@ -72,34 +106,9 @@ class TransformerEncoder(layers.TransformerEncoderBlock):
     (2, 5, 8)
     """
 
-    def __init__(
-        self,
-        intermediate_dim,
-        num_heads,
-        dropout=0,
-        activation="relu",
-        layer_norm_epsilon=1e-05,
-        kernel_initializer="glorot_uniform",
-        bias_initializer="zeros",
-        normalize_first=False,
-        **kwargs,
-    ):
-        super().__init__(
-            intermediate_dim=intermediate_dim,
-            num_heads=num_heads,
-            activation=activation,
-            layer_norm_epsilon=layer_norm_epsilon,
-            kernel_initializer=kernel_initializer,
-            bias_initializer=bias_initializer,
-            **_block_arguments(dropout, normalize_first, kwargs),
-        )
-
-    def get_config(self):
-        return _keras_hub_block_config(super().get_config())
-
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
-class TransformerDecoder(layers.TransformerDecoderBlock):
+class TransformerDecoder(KerasHubBlock, layers.TransformerDecoderBlock):
     """`TransformerDecoderBlock` with keras-hub's constructor.
 
     `keras_hub.layers.TransformerDecoder`'s arguments, in its order and
@@ -107,19 +116,8 @@ class TransformerDecoder(layers.TransformerDecoderBlock):
     by keras-hub's layer (with `decoder_sequence_shape` and
     `encoder_sequence_shape`) builds the layer as keras-hub's does.
 
-    Args:
-        intermediate_dim: int. Width of the feed-forward hidden layer.
-        num_heads: int. Number of attention heads.
-        dropout: float. Dropout rate of the residual branches and, unless
-            `attention_dropout` is given, of the attention weights.
-            Defaults to `0`.
-        activation: feed-forward activation. Defaults to `"relu"`.
-        layer_norm_epsilon: float. Defaults to `1e-5`.
-        kernel_initializer: Defaults to `"glorot_uniform"`.
-        bias_initializer: Defaults to `"zeros"`.
-        normalize_first: bool. Pre-norm. Defaults to `False`.
-        **kwargs: `TransformerDecoderBlock`'s other arguments and base
-            layer arguments.
+    Args: those of `TransformerEncoder` here; `**kwargs` takes
+    `TransformerDecoderBlock`'s other arguments and base layer arguments.
 
     Example:
 
@@ -129,34 +127,7 @@ class TransformerDecoder(layers.TransformerDecoderBlock):
     (2, 5, 8)
     """
 
-    def __init__(
-        self,
-        intermediate_dim,
-        num_heads,
-        dropout=0,
-        activation="relu",
-        layer_norm_epsilon=1e-05,
-        kernel_initializer="glorot_uniform",
-        bias_initializer="zeros",
-        normalize_first=False,
-        **kwargs,
-    ):
-        decoder_sequence_shape = kwargs.pop("decoder_sequence_shape", None)
-        encoder_sequence_shape = kwargs.pop("encoder_sequence_shape", None)
-        super().__init__(
-            intermediate_dim=intermediate_dim,
-            num_heads=num_heads,
-            activation=activation,
-            layer_norm_epsilon=layer_norm_epsilon,
-            kernel_initializer=kernel_initializer,
-            bias_initializer=bias_initializer,
-            **_block_arguments(dropout, normalize_first, kwargs),
-        )
-        if decoder_sequence_shape:
-            self.build(decoder_sequence_shape, encoder_sequence_shape)
-
-    def get_config(self):
-        return _keras_hub_block_config(super().get_config())
+    config_shapes = ("decoder_sequence_shape", "encoder_sequence_shape")
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
