@@ -13,6 +13,7 @@ norm_first=True:   x = x + dropout(sublayer(norm(x)))
 import keras
 
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
+from keras_attention.utils.aliases import one_of
 from keras_attention.utils.initializers import clone_initializer
 from keras_attention.utils.seeds import sub_seed
 from keras_attention.utils.validation import check_positive_int
@@ -60,7 +61,8 @@ class TransformerBlockBase(keras.layers.Layer):
     """
 
     # Keyword-only: keras-hub's blocks take `(intermediate_dim, num_heads)`
-    # positionally, in the other order, so a positional port must fail.
+    # positionally, in the other order, so a positional port must fail
+    # (`keras_attention.compat.keras_hub` takes keras-hub's order).
     def __init__(
         self,
         *,
@@ -71,12 +73,17 @@ class TransformerBlockBase(keras.layers.Layer):
         attention_dropout=0.0,
         activation="relu",
         layer_norm_epsilon=1e-6,
-        norm_first=False,
+        norm_first=None,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
         seed=None,
+        normalize_first=None,
         **kwargs,
     ):
+        # `normalize_first` is keras-hub's name; `norm_first` is stored.
+        norm_first = one_of(
+            "norm_first", norm_first, "normalize_first", normalize_first, False
+        )
         check_positive_int("num_heads", num_heads)
         check_positive_int("intermediate_dim", intermediate_dim)
         check_positive_int("key_dim", key_dim, allow_none=True)

@@ -35,12 +35,17 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
     takes `(vocabulary_size, sequence_length, embedding_dim)` in that order;
     here everything after `vocabulary_size` is keyword-only, so a call
     written for keras-hub with positional arguments raises a `TypeError`
-    instead of building other shapes. The call arguments `start_index` and
-    `positions` mean the same as there. keras-hub's layer always learns its
-    positions and does not scale the token embeddings; this one defaults to
-    the paper's sinusoidal positions and `sqrt(F)` scaling (pass
-    `position="learned"` and `scale_embeddings=False` for keras-hub's
-    arithmetic).
+    instead of building other shapes. Every other argument name of its
+    constructor and call (`tie_weights`, `start_index`, `positions`, ...)
+    means the same as there, and `token_embedding` is a
+    `keras.layers.ReversibleEmbedding`, so keras-hub's
+    `embedding.token_embedding(hidden, reverse=True)` works too. keras-hub's
+    layer always learns its positions and does not scale the token
+    embeddings; this one defaults to the paper's sinusoidal positions and
+    `sqrt(F)` scaling (pass `position="learned"` and
+    `scale_embeddings=False` for keras-hub's arithmetic, or use
+    `keras_attention.compat.keras_hub.layers.TokenAndPositionEmbedding`,
+    keras-hub's constructor verbatim).
 
     Args:
         vocabulary_size: int. Number of token ids, `V`. The only positional
@@ -59,6 +64,9 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             scale.
         max_wavelength: float. For sinusoidal positions. Defaults to
             `10000.0`.
+        tie_weights: bool. The reverse call uses the transposed token
+            table; `False` gives it a table of its own, `(F, V)`. Defaults
+            to `True`.
         **kwargs: base layer arguments (`name`, `dtype`, ...).
 
     Call arguments:
@@ -71,7 +79,8 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             Replaces `start_index`, which must then stay `0`. Defaults to
             `None`.
         reverse: bool. Project hidden states to vocabulary logits with the
-            transposed embedding matrix. Defaults to `False`.
+            transposed embedding matrix (or the untied reverse table).
+            Defaults to `False`.
 
     Returns:
         Embeddings `(B, T, F)`, or logits `(B, T, V)` with `reverse=True`.
@@ -118,6 +127,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         mask_zero=False,
         embeddings_initializer=None,
         max_wavelength=10000.0,
+        tie_weights=True,
         **kwargs,
     ):
         check_positive_int("vocabulary_size", vocabulary_size)
@@ -143,12 +153,14 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             embeddings_initializer
         )
         self.max_wavelength = max_wavelength
+        self.tie_weights = tie_weights
         self.supports_masking = mask_zero
 
     def build(self, inputs_shape):
-        self.token_embedding = keras.layers.Embedding(
+        self.token_embedding = keras.layers.ReversibleEmbedding(
             self.vocabulary_size,
             self.embedding_dim,
+            tie_weights=self.tie_weights,
             embeddings_initializer=self.embeddings_initializer,
             dtype=self.dtype_policy,
             name="token_embedding",
@@ -187,8 +199,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
                     f"be embedding_dim={self.embedding_dim}. Received: "
                     f"inputs with shape {shape}"
                 )
-            kernel = ops.cast(self.token_embedding.embeddings, inputs.dtype)
-            return ops.matmul(inputs, ops.transpose(kernel))
+            return self.token_embedding(inputs, reverse=True)
         check_rank("inputs", static_shape(inputs), 2)
         # (B, T) -> (B, T, F)
         embedded = self.token_embedding(inputs)
@@ -228,6 +239,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
                     self.embeddings_initializer
                 ),
                 "max_wavelength": self.max_wavelength,
+                "tie_weights": self.tie_weights,
             }
         )
         return config

@@ -8,6 +8,7 @@ from keras_attention.ops import to_stacked_cache
 from keras_attention.ops.key_value_cache import cache_batch_and_length
 from keras_attention.ops.key_value_cache import is_stacked_cache
 from keras_attention.ops.writes import slice_update
+from keras_attention.utils.aliases import rename_keywords
 from keras_attention.utils.dtypes import floating_inputs
 from keras_attention.utils.masks import kept_keras_masks
 from keras_attention.utils.masks import keras_mask
@@ -15,6 +16,14 @@ from keras_attention.utils.validation import check_dims
 from keras_attention.utils.validation import check_mask
 from keras_attention.utils.validation import check_rank
 from keras_attention.utils.validation import static_shape
+
+# keras-hub's call argument names -> ours.
+KERAS_HUB_CALL_NAMES = {
+    "decoder_sequence": "inputs",
+    "encoder_sequence": "encoder_outputs",
+    "decoder_padding_mask": "padding_mask",
+    "decoder_attention_mask": "attention_mask",
+}
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -81,11 +90,13 @@ class TransformerDecoderBlock(TransformerBlockBase):
     `keras_hub.layers.TransformerDecoder` in both modes, with the weights
     in the same order, so `ours.set_weights(theirs.get_weights())`
     reproduces its outputs at real tokens (keras-hub masks padded tokens as
-    keys only). Its call arguments map to ours as `decoder_sequence` ->
-    `inputs`, `encoder_sequence` -> `encoder_outputs`,
-    `decoder_padding_mask` -> `padding_mask`, `decoder_attention_mask` ->
-    `attention_mask`; the positional order of the first six is keras-hub's.
-    Its cache arguments are accepted under its names:
+    keys only). Every argument name of its constructor and call is
+    accepted with its meaning. Its call names `decoder_sequence`,
+    `encoder_sequence`, `decoder_padding_mask` and `decoder_attention_mask`
+    are other names for `inputs`, `encoder_outputs`, `padding_mask` and
+    `attention_mask` (give one of each pair); the positional order of the
+    first six is keras-hub's. Its cache arguments are accepted under its
+    names:
     `self_attention_cache_update_index` is `cache_update_index`, and
     `cross_attention_cache_update_index=0` writes the projected
     `encoder_outputs` into `cross_attention_cache` (`None` reuses it). A
@@ -93,11 +104,15 @@ class TransformerDecoderBlock(TransformerBlockBase):
     structure, `(outputs, self_attention_cache, cross_attention_cache)`
     (the last only with a cross-attention cache), and gives keras-hub's
     outputs and caches (`tests/layers/transformer_decoder_block_test.py`).
-    Its `normalize_first` is `norm_first` (also readable as
-    `normalize_first`) and its `layer_norm_epsilon` defaults to `1e-5`.
-    keras-hub takes `(intermediate_dim, num_heads)` positionally; here
-    every constructor argument is keyword-only, so a positional port fails
-    with a `TypeError`.
+    Its `normalize_first` is `norm_first` (either name may be given and
+    read), its one `dropout` is our `dropout` plus `attention_dropout`, and
+    its `layer_norm_epsilon` defaults to `1e-5`. keras-hub takes
+    `(intermediate_dim, num_heads)` positionally; here every constructor
+    argument is keyword-only, so a positional port fails with a
+    `TypeError`. `keras_attention.compat.keras_hub.layers.
+    TransformerDecoder` is this block with keras-hub's constructor verbatim
+    (`tests/layers/keras_hub_compat_test.py` holds both to keras-hub's
+    installed class).
 
     Args:
         num_heads: int. Number of attention heads, `N`.
@@ -111,6 +126,8 @@ class TransformerDecoderBlock(TransformerBlockBase):
         layer_norm_epsilon: float. Defaults to `1e-6`.
         norm_first: bool. Pre-norm instead of the paper's post-norm.
             Defaults to `False`.
+        normalize_first: bool. keras-hub's name for `norm_first`; give
+            either (or both, equal).
         kernel_initializer: initializer for all kernels. Defaults to
             `"glorot_uniform"`.
         bias_initializer: initializer for all biases. Defaults to `"zeros"`.
@@ -118,13 +135,17 @@ class TransformerDecoderBlock(TransformerBlockBase):
         **kwargs: base layer arguments (`name`, `dtype`, ...).
 
     Call arguments:
-        inputs: float tensor `(B, T, F)`, the target hidden states.
+        inputs: float tensor `(B, T, F)`, the target hidden states; also
+            `decoder_sequence` (keras-hub's name).
         encoder_outputs: float tensor `(B, S, F)`. Leave out in a
             decoder-only block; may be left out with `cross_attention_cache`.
+            Also `encoder_sequence`.
         padding_mask: optional boolean tensor `(B, T)`, `True` = real token;
-            `(B, L)` over the cache slots with a self-attention cache.
+            `(B, L)` over the cache slots with a self-attention cache. Also
+            `decoder_padding_mask`.
         attention_mask: optional boolean tensor `(B, T, T)`, or `(B, T, L)`
-            with a self-attention cache; `True` = attend.
+            with a self-attention cache; `True` = attend. Also
+            `decoder_attention_mask`.
         encoder_padding_mask: optional boolean tensor `(B, S)`.
         encoder_attention_mask: optional boolean tensor `(B, T, S)`.
         self_attention_cache: optional pair `(keys, values)` of `(B, N, L,
@@ -212,6 +233,12 @@ class TransformerDecoderBlock(TransformerBlockBase):
             )
         self._build_feedforward(inputs_shape, norm_last=True)
         self.built = True
+
+    def __call__(self, *args, **kwargs):
+        # keras-hub's names become ours before Keras binds the arguments
+        # (it builds the layer from, and masks, the first one, `inputs`).
+        kwargs = rename_keywords(self.call, args, kwargs, KERAS_HUB_CALL_NAMES)
+        return super().__call__(*args, **kwargs)
 
     def call(
         self,
@@ -362,76 +389,38 @@ class TransformerDecoderBlock(TransformerBlockBase):
         stacked_cross = is_stacked_cache(cross_attention_cache)
         if stacked_cross:
             cross_attention_cache = from_stacked_cache(cross_attention_cache)
-        scores = ()
-
-        # Causal self-attention, optionally over the cached prefix.
-        def self_attend(x):
-            if self_attention_cache is None:
-                result = self.self_attention(
-                    x,
-                    x,
-                    query_mask=query_mask,
-                    value_mask=key_mask,
-                    attention_mask=attention_mask,
-                    use_causal_mask=use_causal_mask,
-                    return_attention_scores=return_attention_scores,
-                    training=training,
-                )
-            else:
-                result = self.self_attention.call_with_cache(
-                    x,
-                    self_attention_cache,
-                    cache_update_index,
-                    query_mask=query_mask,
-                    value_mask=key_mask,
-                    attention_mask=attention_mask,
-                    use_causal_mask=use_causal_mask,
-                    return_attention_scores=return_attention_scores,
-                    training=training,
-                )
-            return _split(result)
-
-        x, extra = self._residual(
-            "self_attention", inputs, self_attend, training
+        common = dict(
+            query_mask=query_mask,
+            return_attention_scores=return_attention_scores,
+            training=training,
         )
-        if self_attention_cache is not None:
-            self_attention_cache, extra = extra[-1], extra[:-1]
-        scores += extra
-
+        # Causal self-attention, optionally over the cached prefix.
+        x, scores, self_attention_cache = self._attention_sublayer(
+            "self_attention",
+            inputs,
+            value=None,
+            cache=self_attention_cache,
+            cache_update_index=cache_update_index,
+            value_mask=key_mask,
+            attention_mask=attention_mask,
+            use_causal_mask=use_causal_mask,
+            **common,
+        )
         if self.cross_attention is not None:
             # Encoder-decoder attention over the encoder outputs, or over
             # their keys and values projected once.
-            def cross_attend(x):
-                if cross_attention_cache is None:
-                    result = self.cross_attention(
-                        x,
-                        encoder_outputs,
-                        query_mask=query_mask,
-                        value_mask=encoder_padding_mask,
-                        attention_mask=encoder_attention_mask,
-                        return_attention_scores=return_attention_scores,
-                        training=training,
-                    )
-                else:
-                    result = self.cross_attention.call_with_cache(
-                        x,
-                        cross_attention_cache,
-                        cross_attention_cache_update_index,
-                        value=encoder_outputs,
-                        query_mask=query_mask,
-                        value_mask=encoder_padding_mask,
-                        attention_mask=encoder_attention_mask,
-                        return_attention_scores=return_attention_scores,
-                        training=training,
-                    )
-                return _split(result)
-
-            x, extra = self._residual(
-                "cross_attention", x, cross_attend, training
+            x, cross_scores, cross_attention_cache = self._attention_sublayer(
+                "cross_attention",
+                x,
+                value=encoder_outputs,
+                cache=cross_attention_cache,
+                cache_update_index=cross_attention_cache_update_index,
+                value_mask=encoder_padding_mask,
+                attention_mask=encoder_attention_mask,
+                use_causal_mask=False,
+                **common,
             )
-            if cross_attention_cache is not None:
-                cross_attention_cache, extra = extra[-1], extra[:-1]
-            scores += extra
+            scores += cross_scores
 
         x = self._feedforward(x, training)
         outputs = (x,) + scores
@@ -442,6 +431,42 @@ class TransformerDecoderBlock(TransformerBlockBase):
         if stacked_cross:
             cross_attention_cache = to_stacked_cache(cross_attention_cache)
         return outputs, cross_attention_cache
+
+    def _attention_sublayer(
+        self, name, x, *, value, cache, cache_update_index, **arguments
+    ):
+        """The attention sublayer `name` (`"self_attention"` or
+        `"cross_attention"`) in the residual stream.
+
+        Attends from the (normalized) stream to `value`, or to the stream
+        itself when `value` is `None`; with `cache`, over the cache, which
+        `cache_update_index` (if not `None`) first updates. Returns `(x,
+        scores, cache)`: the new stream, the attention weights as a tuple
+        (empty unless asked for), and the cache (`None` without one).
+        """
+        attention = getattr(self, name)
+
+        def attend(stream):
+            if cache is None:
+                result = attention(
+                    stream,
+                    stream if value is None else value,
+                    **arguments,
+                )
+            else:
+                result = attention.call_with_cache(
+                    stream,
+                    cache,
+                    cache_update_index,
+                    value=value,
+                    **arguments,
+                )
+            return _split(result)
+
+        x, extra = self._residual(name, x, attend, arguments["training"])
+        if cache is not None:
+            cache, extra = extra[-1], extra[:-1]
+        return x, extra, cache
 
     def _check_call(
         self,

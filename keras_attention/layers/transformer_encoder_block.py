@@ -45,12 +45,17 @@ class TransformerEncoderBlock(TransformerBlockBase):
     `keras_hub.layers.TransformerEncoder`, with the weights in the same
     order, so `ours.set_weights(theirs.get_weights())` reproduces its
     outputs at real tokens (keras-hub masks padded tokens as keys only, so
-    padded outputs differ). Its `normalize_first` is `norm_first`, its one
-    `dropout` is our `dropout` plus `attention_dropout`, and its
-    `layer_norm_epsilon` defaults to `1e-5`. keras-hub takes
-    `(intermediate_dim, num_heads)` positionally; here every constructor
-    argument is keyword-only, so a positional port fails with a
-    `TypeError` instead of building other shapes.
+    padded outputs differ). Every argument name of keras-hub's constructor
+    and call is accepted with its meaning (`normalize_first` is
+    `norm_first`), except that its one `dropout` is our `dropout` plus
+    `attention_dropout`, and its `layer_norm_epsilon` defaults to `1e-5`.
+    keras-hub takes `(intermediate_dim, num_heads)` positionally; here
+    every constructor argument is keyword-only, so a positional port fails
+    with a `TypeError` instead of building other shapes.
+    `keras_attention.compat.keras_hub.layers.TransformerEncoder` is this
+    block with keras-hub's constructor verbatim (order, defaults, one
+    `dropout`); `tests/layers/keras_hub_compat_test.py` holds both to
+    keras-hub's installed class.
 
     Args:
         num_heads: int. Number of attention heads, `N`.
@@ -66,6 +71,8 @@ class TransformerEncoderBlock(TransformerBlockBase):
         layer_norm_epsilon: float. Defaults to `1e-6`.
         norm_first: bool. Pre-norm instead of the paper's post-norm.
             Defaults to `False`.
+        normalize_first: bool. keras-hub's name for `norm_first`; give
+            either (or both, equal).
         kernel_initializer: initializer for all kernels. Defaults to
             `"glorot_uniform"`.
         bias_initializer: initializer for all biases. Defaults to `"zeros"`.
