@@ -62,6 +62,13 @@ MODELS = {
         PAIR,
         presets.load_preset,
     ),
+    "bag_of_words": (
+        lambda: models.bag_of_words_model(
+            12, embedding_dim=6, hidden_dim=4, seed=0
+        ),
+        PAIR,
+        presets.load_preset,
+    ),
 }
 
 
