@@ -34,6 +34,7 @@ from keras_attention import metrics
 from keras_attention import models
 from keras_attention import ops
 from keras_attention import optimizers
+from keras_attention import presets
 from keras_attention import saving
 from keras_attention import schedules
 from keras_attention.version import __version__
@@ -49,6 +50,7 @@ __all__ = [
     "models",
     "ops",
     "optimizers",
+    "presets",
     "saving",
     "schedules",
     "__version__",

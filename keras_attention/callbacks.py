@@ -14,6 +14,7 @@ import numpy as np
 from keras_attention.utils.files import atomic_path
 from keras_attention.utils.files import atomic_save
 from keras_attention.utils.files import atomic_write_text
+from keras_attention.utils.validation import check_positive_int
 
 __all__ = [
     "BackupAndRestore",
@@ -110,15 +111,8 @@ class BackupAndRestore(keras.callbacks.Callback):
                 "Argument `backup_dir` must be a folder path. "
                 f"Received: backup_dir={backup_dir!r}"
             )
-        if save_freq != "epoch" and (
-            isinstance(save_freq, bool)
-            or not isinstance(save_freq, int)
-            or save_freq <= 0
-        ):
-            raise ValueError(
-                "Argument `save_freq` must be 'epoch' or a positive int. "
-                f"Received: save_freq={save_freq!r}"
-            )
+        if save_freq != "epoch":
+            check_positive_int("save_freq", save_freq)
         self.backup_dir = os.fspath(backup_dir)
         self.save_freq = save_freq
         self.delete_checkpoint = delete_checkpoint

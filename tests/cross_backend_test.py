@@ -17,7 +17,9 @@ import keras
 import numpy as np
 import pytest
 
+from keras_attention import data
 from keras_attention import layers
+from keras_attention import models
 from keras_attention.testing import build_model
 
 RNG = np.random.default_rng(11)
@@ -100,3 +102,44 @@ def test_saved_model_loads_on_other_backends(name):
                 atol=1e-5,
                 err_msg=f"{name} saved on {path.parent.name}",
             )
+
+
+def test_preset_loads_on_other_backends():
+    # A preset folder (keras_attention.presets) with its tokenizer.
+    folder = pathlib.Path(CROSS_DIR)
+    own = folder / BACKEND / "language_model_preset"
+    if not own.exists():
+        model = models.TransformerLanguageModel(
+            vocabulary_size=12,
+            num_layers=1,
+            hidden_dim=8,
+            num_heads=2,
+            intermediate_dim=16,
+            seed=2,
+        )
+        model.tokenizer = data.WordTokenizer(["<pad>", "<unk>", "a", "b"])
+        partial = own.with_name("language_model_preset.partial")
+        model.save_to_preset(partial)
+        np.save(partial / "outputs.npy", _outputs(model, IDS)[0])
+        os.replace(partial, own)
+    others = [
+        path
+        for path in sorted(folder.glob("*/language_model_preset"))
+        if path.parent.name != BACKEND
+    ]
+    if not others:
+        pytest.skip("no other backend has saved the preset yet (saved it)")
+    for path in others:
+        revived = models.TransformerLanguageModel.from_preset(str(path))
+        np.testing.assert_allclose(
+            _outputs(revived, IDS)[0],
+            np.load(path / "outputs.npy"),
+            atol=1e-5,
+            err_msg=f"preset saved on {path.parent.name}",
+        )
+        assert revived.tokenizer.get_vocabulary() == [
+            "<pad>",
+            "<unk>",
+            "a",
+            "b",
+        ]

@@ -63,7 +63,7 @@ def _documented_objects():
         (f"layers.{name}", getattr(layers, name)) for name in layers.__all__
     ]
     objects += [(f"ops.{name}", getattr(ops, name)) for name in ops.__all__]
-    for extra in ("models", "losses", "schedules", "optimizers"):
+    for extra in ("models", "losses", "schedules", "optimizers", "presets"):
         module = getattr(keras_attention, extra, None)
         for name in getattr(module, "__all__", []):
             objects.append((f"{extra}.{name}", getattr(module, name)))

@@ -88,7 +88,10 @@ def evaluate_run(parser, args):
         premises, hypotheses = rows["sentence_a"], rows["sentence_b"]
         labels = rows["entailment"]
     else:
-        rows = data.load_snli(args.split, data_dir=args.data_dir)
+        # Dev and test from the source of the run's training pairs (runs
+        # from before `train_data` existed trained on the subset).
+        source = data.snli_evaluation_source(config.get("train_data", "subset"))
+        rows = data.load_snli(args.split, data_dir=args.data_dir, source=source)
         premises, hypotheses = rows["premise"], rows["hypothesis"]
         labels = rows["label"]
     too_far = [n for n in args.examples if n >= len(labels)]

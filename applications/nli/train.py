@@ -59,7 +59,9 @@ from keras_attention.utils import files
 
 
 @dataclasses.dataclass
-class Config:
+class Config(pair_tasks.PairTaskConfig):
+    # Besides the flags of both pair tasks and the ReSAN model
+    # (`pair_tasks.PairTaskConfig`):
     model: str = cli.flag(
         "decomposable", "Model.", choices=lambda: sorted(MODEL_BUILDERS)
     )
@@ -80,13 +82,6 @@ class Config:
         "sick; dev and test stay SICK's).",
         ("none", "snli"),
     )
-    vectors: str = cli.flag(
-        "glove50",
-        "Word vectors: glove50 (the staged 50-d GloVe subset), spacy300 (the "
-        "staged 300-d spaCy vectors, not GloVe), or the path of any "
-        "GloVe-format text file (its width is read from the file).",
-    )
-    data_dir: str = None
     epochs: int = cli.flag(30, default_text="30, or 1 with --smoke")
     batch_size: int = cli.flag(32, "Pairs per batch.", minimum=1)
     optimizer: str = cli.flag(
@@ -94,63 +89,6 @@ class Config:
     )
     learning_rate: float = cli.flag(
         None, default_text="adam 1e-3, adagrad 0.05"
-    )
-    sampler_optimizer: str = cli.flag(
-        "shared",
-        "resan: the samplers' optimizer. shared: one like --optimizer "
-        "(same kind and rate); adadelta (the authors'), adam or adagrad: "
-        "with --sampler-learning-rate. Each group skips the schedule's "
-        "steps that give its loss the weight 0.",
-        ("shared", "adadelta", "adam", "adagrad"),
-    )
-    sampler_learning_rate: float = cli.flag(
-        None,
-        default_text="adadelta 0.5 (the authors'), adam 1e-3, adagrad 0.05",
-    )
-    hidden_dim: int = 200
-    dropout: float = 0.2
-    trainable_embeddings: bool = cli.flag(
-        False, "Fine-tune the word vectors too (default: frozen GloVe)."
-    )
-    sparsity_penalty: float = cli.flag(
-        0.02,
-        "resan: lambda, the reward's selection-percentage penalty (the "
-        "authors' SNLI value).",
-    )
-    weight_decay: float = cli.flag(
-        0.0,
-        "resan: the authors' L2 penalty on the trainable matrices (their "
-        "SNLI value 5e-5; not measured here).",
-        minimum=0.0,
-    )
-    baseline: str = cli.flag(
-        "leave_one_out",
-        "resan: the REINFORCE baseline. leave_one_out: the mean reward of "
-        "the batch's other pairs; none: no baseline (the authors').",
-        ("leave_one_out", "none"),
-    )
-    empty_context: str = cli.flag(
-        "authors",
-        "resan: ReSA's corner rule. authors: a selected head with no "
-        "dependent before it gets a zero context, an unselected one the "
-        "mean of the other real tokens; mean: both get the mean of all real "
-        "tokens (release 0.1's).",
-        ("authors", "mean"),
-    )
-    sampler_keep_bias: float = cli.flag(
-        0.0,
-        "resan: initial bias of the samplers' keep logit (first keep "
-        "probability about sigmoid(bias); the authors' 0 gives 0.5).",
-    )
-    soft_only_steps: int = cli.flag(
-        None,
-        "resan: steps of the soft network alone.",
-        default_text="half the run; 0 with --initial-weights",
-    )
-    sampler_only_steps: int = cli.flag(
-        None,
-        "resan: then steps of the samplers alone.",
-        default_text="the authors' 5,000 SNLI steps scaled to 1.16 epochs",
     )
     initial_weights: str = cli.flag(
         None,
@@ -182,20 +120,7 @@ class Config:
         "(0: no limit; a resumed run counts from its restart).",
         minimum=0.0,
     )
-    bucket_width: int = 8
-    per_input_widths: bool = cli.flag(
-        True,
-        "Bucket and cut the two sentences of a pair each to its own width "
-        "(a short second sentence is not padded to the first's length); "
-        "--no-per-input-widths pads both to the longer, as before.",
-    )
     output_dir: str = "runs/nli"
-    seed: int = 1337
-    smoke: bool = False
-    strategy: str = "auto"
-    mixed_precision: str = "none"
-    jit_compile: str = "auto"
-    verbose: int = 1
 
 
 # A model builder takes the vocabulary size, the embedding matrix and the
@@ -212,6 +137,8 @@ SMOKE_SIZES = {"train": 64, "dev": 32, "test": 32}
 
 def model_kwargs(config):
     """Builder arguments for `config.model` beyond the shared ones."""
+    if config.model == "resan":
+        return config.resan_arguments()
     kwargs = {
         "hidden_dim": config.hidden_dim,
         "dropout": config.dropout,
@@ -220,12 +147,6 @@ def model_kwargs(config):
     }
     if config.model == "decomposable":
         kwargs["intra_attention"] = config.intra
-    if config.model == "resan":
-        kwargs["sparsity_penalty"] = config.sparsity_penalty
-        kwargs["empty_context"] = config.empty_context
-        kwargs["sampler_keep_bias"] = config.sampler_keep_bias
-        kwargs["weight_decay"] = config.weight_decay
-        kwargs["baseline"] = config.baseline
     return kwargs
 
 

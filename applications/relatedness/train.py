@@ -50,32 +50,15 @@ from keras_attention.utils import files
 
 
 @dataclasses.dataclass
-class Config:
+class Config(pair_tasks.PairTaskConfig):
+    # Besides the flags of both pair tasks and the ReSAN model
+    # (`pair_tasks.PairTaskConfig`):
     model: str = cli.flag(
         "resan", "Model.", choices=lambda: sorted(MODEL_BUILDERS)
     )
-    vectors: str = cli.flag(
-        "glove50",
-        "Word vectors: glove50 (the staged 50-d GloVe subset), spacy300 (the "
-        "staged 300-d spaCy vectors, not GloVe), or the path of any "
-        "GloVe-format text file (its width is read from the file).",
-    )
-    data_dir: str = None
     epochs: int = cli.flag(12, default_text="12, or 1 with --smoke")
     batch_size: int = cli.flag(25, "Pairs per batch.", minimum=1)
     learning_rate: float = 1e-3
-    sampler_optimizer: str = cli.flag(
-        "shared",
-        "The samplers' optimizer. shared: an Adam like the soft "
-        "network's (--learning-rate); adadelta (the authors'), adam or "
-        "adagrad: with --sampler-learning-rate. Each group skips the "
-        "schedule's steps that give its loss the weight 0.",
-        ("shared", "adadelta", "adam", "adagrad"),
-    )
-    sampler_learning_rate: float = cli.flag(
-        None,
-        default_text="adadelta 0.5 (the authors'), adam 1e-3, adagrad 0.05",
-    )
     ema_momentum: float = cli.flag(
         0.997,
         "Momentum of a moving average of the weights, used to evaluate and "
@@ -83,28 +66,13 @@ class Config:
         "7,031 steps, not our 2,196: see the README).",
     )
     hidden_dim: int = 300
-    dropout: float = 0.2
     encoder_dropout: float = cli.flag(
         0.0,
         "Dropout on the word vectors inside the sentence encoder (it "
         "biases the predicted scores: see the README).",
     )
-    sparsity_penalty: float = cli.flag(
-        0.006,
-        "ReSAN's lambda: the reward's selection-percentage penalty "
-        "(the authors' SICK value).",
-    )
-    weight_decay: float = cli.flag(
-        0.0,
-        "ReSAN: the authors' L2 penalty on the trainable matrices (their "
-        "SICK value 1e-4; not measured here).",
-        minimum=0.0,
-    )
-    baseline: str = cli.flag(
-        "leave_one_out",
-        "ReSAN's REINFORCE baseline: leave_one_out (the mean reward of the "
-        "batch's other pairs) or none (the authors').",
-        ("leave_one_out", "none"),
+    sparsity_penalty: float = pair_tasks.PairTaskConfig.default_for(
+        "sparsity_penalty", 0.006
     )
     objective: str = cli.flag(
         "mse",
@@ -112,36 +80,10 @@ class Config:
         "authors' default) or KL to the Tai et al. target.",
         choices=("mse", "kl"),
     )
-    soft_only_steps: int = cli.flag(
-        None,
-        "Steps of the soft network alone.",
-        default_text="the authors' 6,000 of about 7,031 steps, as a fraction "
-        "of --epochs",
-    )
-    sampler_only_steps: int = cli.flag(
-        None,
-        "Then steps of the samplers alone.",
-        default_text="the authors' 500 of about 7,031 steps, as a fraction "
-        "of --epochs",
-    )
     capacity: float = None
-    trainable_embeddings: bool = False
     max_length: int = cli.flag(40, "Longer sentences are cut.", minimum=1)
-    bucket_width: int = 8
-    per_input_widths: bool = cli.flag(
-        True,
-        "Bucket and cut the two sentences of a pair each to its own width "
-        "(a short second sentence is not padded to the first's length); "
-        "--no-per-input-widths pads both to the longer, as before.",
-    )
     time_limit_minutes: float = cli.flag(28.0, "Stop training after this long.")
     output_dir: str = "runs/relatedness"
-    seed: int = 1337
-    smoke: bool = False
-    strategy: str = "auto"
-    mixed_precision: str = "none"
-    jit_compile: str = "auto"
-    verbose: int = 1
 
 
 # A builder takes the vocabulary size, the embedding matrix and keyword
@@ -273,18 +215,12 @@ def build_model(config, arrays, vocabulary, matrix):
     model = MODEL_BUILDERS[config.model](
         vocabulary_size=len(vocabulary),
         embeddings=matrix,
-        hidden_dim=config.hidden_dim,
-        dropout=config.dropout,
-        encoder_dropout=config.encoder_dropout,
         capacity=config.capacity,
-        sparsity_penalty=config.sparsity_penalty,
-        weight_decay=config.weight_decay,
-        baseline=config.baseline,
+        encoder_dropout=config.encoder_dropout,
         objective=config.objective,
         soft_only_steps=soft,
         sampler_only_steps=samplers,
-        trainable_embeddings=config.trainable_embeddings,
-        seed=config.seed,
+        **config.resan_arguments(),
     )
     optimizer = training.with_moving_average(
         make_optimizer(config), config.ema_momentum

@@ -69,6 +69,7 @@ from keras_attention.data.snli import load_snli
 from keras_attention.data.snli import load_snli_training
 from keras_attention.data.snli import read_snli_jsonl
 from keras_attention.data.snli import read_snli_tokenized
+from keras_attention.data.snli import snli_evaluation_source
 from keras_attention.data.translation import check_tokenizer_matches
 from keras_attention.data.translation import decode_ids
 from keras_attention.data.translation import encode_sentences
@@ -80,6 +81,7 @@ from keras_attention.data.translation import tokenizer_fingerprint
 from keras_attention.data.translation import train_tokenizer
 from keras_attention.data.words import PAD_ID
 from keras_attention.data.words import UNK_ID
+from keras_attention.data.words import WordTokenizer
 from keras_attention.data.words import add_pretrained_words
 from keras_attention.data.words import build_vocabulary
 from keras_attention.data.words import tokenize
@@ -100,6 +102,7 @@ __all__ = [
     "LABELS",
     "PAD_ID",
     "UNK_ID",
+    "WordTokenizer",
     "add_pretrained_words",
     "build_vocabulary",
     "distinct_vectors",
@@ -126,6 +129,7 @@ __all__ = [
     "read_sick_file",
     "read_snli_jsonl",
     "read_snli_tokenized",
+    "snli_evaluation_source",
     "tokenize",
     "check_tokenizer_matches",
     "decode_ids",

@@ -95,8 +95,11 @@ def read_snli_jsonl(path):
             is unknown; the message names the file and the 1-based line
             number. Also for truncated or corrupt gzip files.
     """
-    premise, hypothesis, label = [], [], []
-    skipped = 0
+    return _labelled_pairs(_jsonl_rows(path), path)
+
+
+def _jsonl_rows(path):
+    """`(line number, premise, hypothesis, gold label)` of each JSON row."""
     for number, line in enumerate(resolver.read_lines(path), start=1):
         if not line.strip():
             continue
@@ -118,18 +121,28 @@ def read_snli_jsonl(path):
                     f"string field '{key}'. Received: {key}="
                     f"{row.get(key)!r}"
                 )
-        gold = row["gold_label"]
+        yield number, row["sentence1"], row["sentence2"], row["gold_label"]
+
+
+def _labelled_pairs(rows, labels_path):
+    """The readers' common ending: `rows` of `(line number, premise,
+    hypothesis, gold label)` -> the dict of lists, rows labelled `"-"`
+    skipped and counted, an unknown label refused with its file and line.
+    """
+    premise, hypothesis, label = [], [], []
+    skipped = 0
+    for number, p, h, gold in rows:
         if gold == _NO_GOLD_LABEL:
             skipped += 1
             continue
         if gold not in LABELS:
             raise DataError(
-                f"Unknown gold label in '{path}', line {number}. Expected "
-                f"one of {LABELS + (_NO_GOLD_LABEL,)}. Received: "
+                f"Unknown gold label in '{labels_path}', line {number}. "
+                f"Expected one of {LABELS + (_NO_GOLD_LABEL,)}. Received: "
                 f"gold_label={gold!r}"
             )
-        premise.append(row["sentence1"])
-        hypothesis.append(row["sentence2"])
+        premise.append(p)
+        hypothesis.append(h)
         label.append(gold)
     return {
         "premise": premise,
@@ -170,29 +183,13 @@ def read_snli_tokenized(premise_path, hypothesis_path, labels_path):
             f"'{hypothesis_path}' has {counts[1]} lines, "
             f"'{labels_path}' has {counts[2]} lines."
         )
-    premise, hypothesis, label = [], [], []
-    skipped = 0
-    for number, (p, h, gold) in enumerate(
-        zip(premises, hypotheses, labels), start=1
-    ):
-        gold = gold.strip()
-        if gold == _NO_GOLD_LABEL:
-            skipped += 1
-            continue
-        if gold not in LABELS:
-            raise DataError(
-                f"Unknown label in '{labels_path}', line {number}. Expected "
-                f"one of {LABELS + (_NO_GOLD_LABEL,)}. Received: {gold!r}"
-            )
-        premise.append(p.rstrip())
-        hypothesis.append(h.rstrip())
-        label.append(gold)
-    return {
-        "premise": premise,
-        "hypothesis": hypothesis,
-        "label": label,
-        "skipped": skipped,
-    }
+    rows = (
+        (number, p.rstrip(), h.rstrip(), gold.strip())
+        for number, (p, h, gold) in enumerate(
+            zip(premises, hypotheses, labels), start=1
+        )
+    )
+    return _labelled_pairs(rows, labels_path)
 
 
 def load_snli(split, data_dir=None, source="infersent"):
@@ -261,8 +258,9 @@ def load_snli_training(training="subset", data_dir=None):
         DataError: If the file is malformed or holds no pair with a gold
             label.
     """
+    source = snli_evaluation_source(training)
     if training in TRAINING_SETS:
-        source, relative_path = TRAINING_SETS[training]
+        relative_path = TRAINING_SETS[training][1]
         if relative_path is None:
             return load_snli("train", data_dir=data_dir, source=source), source
         path = resolver.get_file(relative_path, data_dir=data_dir)
@@ -277,9 +275,35 @@ def load_snli_training(training="subset", data_dir=None):
                 "official JSON Lines format, with sentence1, sentence2 and "
                 f"a gold_label in {LABELS}."
             )
-        return rows, "jsonl"
+        return rows, source
     raise DataFileNotFoundError(
         f"No SNLI training file '{training}': expected one of "
         f"{sorted(TRAINING_SETS)} or the path of an existing SNLI JSON Lines "
         f"file. Received: training={training!r}"
     )
+
+
+def snli_evaluation_source(training="subset"):
+    """The source of the SNLI dev and test sets that go with `training`.
+
+    `"infersent"` (the tokenized copy) for the InferSent subset, whose
+    sentences are tokenized; `"jsonl"` (the official untokenized text) for
+    the other names of `TRAINING_SETS` and for a file path. Nothing is
+    read, so an evaluation finds its source from a run's `train_data`
+    alone, even where the training file is gone.
+
+    Args:
+        training: what `load_snli_training` takes. Defaults to
+            `"subset"`.
+
+    Returns:
+        `"infersent"` or `"jsonl"`, a `source` of `load_snli`.
+
+    Example:
+
+    >>> snli_evaluation_source("subset"), snli_evaluation_source("first100000")
+    ('infersent', 'jsonl')
+    """
+    if isinstance(training, str) and training in TRAINING_SETS:
+        return TRAINING_SETS[training][0]
+    return "jsonl"

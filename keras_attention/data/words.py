@@ -16,11 +16,15 @@ vocabulary file of a run folder is written and read by
 """
 
 import collections
+import os
 import re
 
+import keras
 import numpy as np
 
 from keras_attention.utils.validation import check_positive_int
+
+VOCABULARY_FILE = "vocabulary.txt"
 
 PAD_ID = 0
 UNK_ID = 1
@@ -88,16 +92,7 @@ def build_vocabulary(sentences, min_count=1, reserved=RESERVED, max_size=None):
             smaller than the number of reserved tokens, or if `reserved`
             contains duplicates.
     """
-    if isinstance(min_count, bool) or not isinstance(min_count, int):
-        raise ValueError(
-            f"Expected `min_count` to be an integer >= 1. "
-            f"Received: min_count={min_count!r}"
-        )
-    if min_count < 1:
-        raise ValueError(
-            f"Expected `min_count` to be an integer >= 1. "
-            f"Received: min_count={min_count!r}"
-        )
+    check_positive_int("min_count", min_count)
     reserved = tuple(reserved)
     if len(set(reserved)) != len(reserved):
         raise ValueError(
@@ -209,3 +204,110 @@ def word_ids(sentences, vocabulary, length=None, max_length=None):
         ids[row, : len(sentence)] = [index.get(w, UNK_ID) for w in sentence]
     cut = sum(len(t) > len(k) for t, k in zip(tokens, kept))
     return ids, int(cut)
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class WordTokenizer:
+    """Text -> word ids for the word-level models, as a preset asset.
+
+    The route of the NLI and relatedness models from text to input,
+    `tokenize` then `word_ids`, with the vocabulary the model was trained
+    on: lowercase words and punctuation, unknown words `UNK_ID`, right
+    padding with `PAD_ID`. It follows keras-hub's tokenizer contract for
+    presets (`get_config`, `save_assets`, `load_assets`, `config_file`),
+    so `keras_attention.presets` saves it as `tokenizer.json` and
+    `assets/tokenizer/vocabulary.txt` (one word per line, line `i` = id
+    `i`, the applications' `vocabulary.txt`).
+
+    Args:
+        vocabulary: list of str (index = id), or `None` until
+            `load_assets` reads one.
+        max_length: int. Words kept per sentence (the applications'
+            `--max-length`). Defaults to `None` (no limit).
+
+    Example:
+
+    >>> tokenizer = WordTokenizer(["<pad>", "<unk>", "a", "dog", "."])
+    >>> tokenizer(["A dog.", "A cat"]).tolist()
+    [[2, 3, 4], [2, 1, 0]]
+    >>> tokenizer.detokenize([[2, 3, 4], [2, 1, 0]])
+    ['a dog .', 'a <unk>']
+    """
+
+    def __init__(self, vocabulary=None, max_length=None, config_file=None):
+        check_positive_int("max_length", max_length, allow_none=True)
+        self.vocabulary = None
+        if vocabulary is not None:
+            self.set_vocabulary(vocabulary)
+        self.max_length = max_length
+        self.config_file = config_file or "tokenizer.json"
+
+    def set_vocabulary(self, vocabulary):
+        words = list(vocabulary)
+        if len(words) <= UNK_ID or not all(isinstance(w, str) for w in words):
+            raise ValueError(
+                "Argument `vocabulary` must list at least the padding and "
+                f"unknown words, as strings. Received: vocabulary={words[:5]!r}"
+            )
+        self.vocabulary = words
+        self._index = vocabulary_index(words)
+
+    def __call__(self, texts):
+        return self.tokenize(texts)
+
+    def tokenize(self, texts):
+        """Strings (or one string) -> int32 ids `(B, T)` (`(T,)` for one)."""
+        self._check_vocabulary()
+        single = isinstance(texts, str)
+        ids, _ = word_ids(
+            [texts] if single else list(texts),
+            self._index,
+            max_length=self.max_length,
+        )
+        return ids[0] if single else ids
+
+    def detokenize(self, ids):
+        """Ids `(B, T)` (or `(T,)`) -> strings, words joined by spaces,
+        padding dropped."""
+        self._check_vocabulary()
+        ids = np.asarray(keras.ops.convert_to_numpy(ids))
+        rows = ids[None] if ids.ndim == 1 else ids
+        texts = [
+            " ".join(self.vocabulary[int(i)] for i in row if i != PAD_ID)
+            for row in rows
+        ]
+        return texts[0] if ids.ndim == 1 else texts
+
+    def vocabulary_size(self):
+        self._check_vocabulary()
+        return len(self.vocabulary)
+
+    def get_vocabulary(self):
+        self._check_vocabulary()
+        return list(self.vocabulary)
+
+    def save_assets(self, dir_path):
+        self._check_vocabulary()
+        path = os.path.join(dir_path, VOCABULARY_FILE)
+        with open(path, "w", encoding="utf-8") as file:
+            file.write("\n".join(self.vocabulary) + "\n")
+
+    def load_assets(self, dir_path):
+        path = os.path.join(dir_path, VOCABULARY_FILE)
+        with open(path, encoding="utf-8") as file:
+            self.set_vocabulary(file.read().splitlines())
+
+    def get_config(self):
+        # The vocabulary is an asset (`save_assets`), as in keras-hub.
+        return {"max_length": self.max_length, "config_file": self.config_file}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    def _check_vocabulary(self):
+        if self.vocabulary is None:
+            raise ValueError(
+                "This WordTokenizer has no vocabulary yet: pass "
+                "`vocabulary=` or call `load_assets`."
+            )

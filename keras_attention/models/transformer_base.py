@@ -18,6 +18,8 @@ from keras_attention.ops import empty_cache
 from keras_attention.ops import from_stacked_cache
 from keras_attention.ops import to_stacked_cache
 from keras_attention.ops.key_value_cache import is_stacked_cache
+from keras_attention.presets import PresetMixin
+from keras_attention.presets import is_preset_dir
 from keras_attention.utils.seeds import sub_seed
 from keras_attention.utils.validation import check_choice
 from keras_attention.utils.validation import check_positive_int
@@ -86,7 +88,7 @@ ARGUMENTS = (
 )
 
 
-class TransformerModelBase(keras.Model):
+class TransformerModelBase(PresetMixin, keras.Model):
     """Constructor, presets and config of the Transformer models.
 
     A subclass defines `_build_parts(arguments, dtype)`, which makes its layers
@@ -143,21 +145,43 @@ class TransformerModelBase(keras.Model):
             setattr(self, name, value)
 
     @classmethod
-    def from_preset(cls, preset, vocabulary_size, **kwargs):
-        """Builds a model with the sizes of a preset.
+    def from_preset(cls, preset, vocabulary_size=None, **kwargs):
+        """Builds a model with the sizes of a preset, or loads a saved one.
 
         Args:
-            preset: str. One of `"base"`, `"big"` (the paper's), `"small"`
-                or `"tiny"` (for Multi30k on a CPU), `"tiny_4x128"` (the
-                published Transformer-tiny sizes for Multi30k: 4 layers of
-                width 128, feed-forward 256, 4 heads, dropout 0.3).
-            vocabulary_size: int. Size of the vocabulary.
-            **kwargs: override any constructor argument.
+            preset: str. One of the architecture names `"base"`, `"big"`
+                (the paper's), `"small"` or `"tiny"` (for Multi30k on a
+                CPU), `"tiny_4x128"` (the published Transformer-tiny sizes
+                for Multi30k: 4 layers of width 128, feed-forward 256, 4
+                heads, dropout 0.3), which give fresh weights; or a folder
+                written by `save_to_preset` (weights and tokenizer
+                included; `keras_attention.presets`).
+            vocabulary_size: int. Size of the vocabulary; needed with an
+                architecture name, read from a preset folder.
+            **kwargs: override any constructor argument; with a folder,
+                also `load_weights=False` for fresh weights.
+
+        Example:
+
+        ```python
+        model = TransformerLanguageModel.from_preset("tiny", 8000)
+        model.save_to_preset("my_lm")
+        model = TransformerLanguageModel.from_preset("my_lm")
+        ```
         """
-        check_choice("preset", preset, tuple(PRESETS))
-        config = copy.deepcopy(PRESETS[preset])
-        config.update(kwargs)
-        return cls(vocabulary_size=vocabulary_size, **config)
+        if isinstance(preset, str) and preset in PRESETS:
+            config = copy.deepcopy(PRESETS[preset])
+            config.update(kwargs)
+            return cls(vocabulary_size=vocabulary_size, **config)
+        if is_preset_dir(preset):
+            if vocabulary_size is not None:
+                kwargs["vocabulary_size"] = vocabulary_size
+            return super().from_preset(preset, **kwargs)
+        raise ValueError(
+            f"Argument `preset` must be one of {tuple(PRESETS)} or a preset "
+            "directory (a folder with a config.json written by "
+            f"`save_to_preset`). Received: preset={preset!r}"
+        )
 
     def get_config(self):
         # Only the constructor arguments: the graph is rebuilt from them.

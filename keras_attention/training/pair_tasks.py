@@ -18,6 +18,7 @@ fields they need (`output_dir`, `seed`, `strategy`, `mixed_precision`,
 `batch_size`, `bucket_width`, `epochs`, `verbose`).
 """
 
+import dataclasses
 import glob
 import os
 import time
@@ -30,6 +31,7 @@ from keras_attention import data
 from keras_attention import models
 from keras_attention.callbacks import BackupAndRestore
 from keras_attention.training import averaging
+from keras_attention.training import cli
 from keras_attention.training import precision
 from keras_attention.training import runs
 from keras_attention.training import strategies
@@ -46,6 +48,125 @@ DEFAULT_LEARNING_RATES = {"adam": 1e-3, "adagrad": 0.05, "adadelta": 0.5}
 AUTHORS_SAMPLER_ONLY_EPOCHS = 5000 / (550152 / 128)
 AUTHORS_SICK_STEPS = 200 * 4500 / 128
 PHASE_TASKS = ("nli", "relatedness")
+
+
+@dataclasses.dataclass
+class PairTaskConfig:
+    """The flags the sentence-pair applications share, and the one ReSAN
+    configuration of `ReSANClassifier` (NLI) and `ReSANRelatedness`.
+
+    Each application's `Config` subclasses it and adds its own flags; a
+    flag whose default differs between the tasks is declared again with
+    `PairTaskConfig.default_for(name, value)` (same help, other default).
+    `resan_arguments()` gives the constructor arguments both ReSAN models
+    take from these flags.
+    """
+
+    vectors: str = cli.flag(
+        "glove50",
+        "Word vectors: glove50 (the staged 50-d GloVe subset), spacy300 (the "
+        "staged 300-d spaCy vectors, not GloVe), or the path of any "
+        "GloVe-format text file (its width is read from the file).",
+    )
+    data_dir: str = None
+    hidden_dim: int = 200
+    dropout: float = 0.2
+    trainable_embeddings: bool = cli.flag(
+        False, "Fine-tune the word vectors too (default: frozen GloVe)."
+    )
+    sampler_optimizer: str = cli.flag(
+        "shared",
+        "resan: the samplers' optimizer. shared: the soft network's (same "
+        "kind and rate); adadelta (the authors'), adam or adagrad: with "
+        "--sampler-learning-rate. Each group skips the schedule's steps "
+        "that give its loss the weight 0.",
+        SAMPLER_OPTIMIZERS,
+    )
+    sampler_learning_rate: float = cli.flag(
+        None,
+        default_text="adadelta 0.5 (the authors'), adam 1e-3, adagrad 0.05",
+    )
+    sparsity_penalty: float = cli.flag(
+        0.02,
+        "resan: lambda, the reward's selection-percentage penalty (the "
+        "authors' values: 0.02 for SNLI, 0.006 for SICK).",
+    )
+    weight_decay: float = cli.flag(
+        0.0,
+        "resan: the authors' L2 penalty on the trainable matrices (their "
+        "5e-5 for SNLI, 1e-4 for SICK; not measured here).",
+        minimum=0.0,
+    )
+    baseline: str = cli.flag(
+        "leave_one_out",
+        "resan: the REINFORCE baseline. leave_one_out: the mean reward of "
+        "the batch's other pairs; none: no baseline (the authors').",
+        ("leave_one_out", "none"),
+    )
+    empty_context: str = cli.flag(
+        "authors",
+        "resan: ReSA's corner rule. authors: a selected head with no "
+        "dependent before it gets a zero context, an unselected one the "
+        "mean of the other real tokens; mean: both get the mean of all real "
+        "tokens (release 0.1's).",
+        ("authors", "mean"),
+    )
+    sampler_keep_bias: float = cli.flag(
+        0.0,
+        "resan: initial bias of the samplers' keep logit (first keep "
+        "probability about sigmoid(bias); the authors' 0 gives 0.5).",
+    )
+    soft_only_steps: int = cli.flag(
+        None,
+        "resan: steps of the soft network alone.",
+        default_text="nli: half the run, 0 with --initial-weights; "
+        "relatedness: the authors' 6,000 of about 7,031 steps, as a "
+        "fraction of --epochs",
+    )
+    sampler_only_steps: int = cli.flag(
+        None,
+        "resan: then steps of the samplers alone.",
+        default_text="nli: the authors' 5,000 SNLI steps scaled to 1.16 "
+        "epochs; relatedness: the authors' 500 of about 7,031 steps, as a "
+        "fraction of --epochs",
+    )
+    bucket_width: int = 8
+    per_input_widths: bool = cli.flag(
+        True,
+        "Bucket and cut the two sentences of a pair each to its own width "
+        "(a short second sentence is not padded to the first's length); "
+        "--no-per-input-widths pads both to the longer, as before.",
+    )
+    seed: int = 1337
+    smoke: bool = False
+    strategy: str = "auto"
+    mixed_precision: str = "none"
+    jit_compile: str = "auto"
+    verbose: int = 1
+
+    @classmethod
+    def default_for(cls, name, default):
+        """The field `name` with the same flag help and another default."""
+        field = cls.__dataclass_fields__[name]
+        return dataclasses.field(default=default, metadata=field.metadata)
+
+    def resan_arguments(self):
+        """The constructor arguments of `ReSANClassifier` and
+        `ReSANRelatedness` that these flags set (the schedule's steps are
+        resolved by `resan_phases`, the vocabulary by the data, and each
+        task adds its own: relatedness its `capacity`, `encoder_dropout`
+        and `objective`)."""
+        return {
+            "hidden_dim": self.hidden_dim,
+            "dropout": self.dropout,
+            "trainable_embeddings": self.trainable_embeddings,
+            "sparsity_penalty": self.sparsity_penalty,
+            "weight_decay": self.weight_decay,
+            "baseline": self.baseline,
+            "empty_context": self.empty_context,
+            "sampler_keep_bias": self.sampler_keep_bias,
+            "seed": self.seed,
+        }
 
 
 def start_run(config):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from keras_attention import data
+from keras_attention import models
 from keras_attention.training import pair_tasks
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -89,6 +90,50 @@ def test_smoke_run_writes_metrics_and_a_loadable_model(tmp_path, capsys):
     with pytest.raises(SystemExit):
         evaluate.main(["--run-dir", str(tmp_path), "--selection", "sampled"])
     assert "--selection sampled needs a ReSAN run" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "train_data, source",
+    [
+        ("subset", "infersent"),
+        ("first100000", "jsonl"),
+        ("/no/longer/there/snli_1.0_train.jsonl", "jsonl"),
+        (None, "infersent"),  # a run from before --train-data
+    ],
+)
+def test_evaluate_reads_snli_from_the_runs_training_source(
+    train_data, source, monkeypatch, tmp_path
+):
+    evaluate = helpers.load_script(
+        ROOT / "applications" / "nli" / "evaluate.py", "nli_evaluate"
+    )
+    config = {"model": "decomposable", "dataset": "snli"}
+    if train_data is not None:
+        config["train_data"] = train_data
+    model = models.decomposable_attention_model(
+        4, embedding_dim=4, hidden_dim=4, seed=0
+    )
+    vocabulary = ["<pad>", "<unk>", "a", "b"]
+    monkeypatch.setattr(
+        evaluate, "load_run", lambda run_dir: (config, vocabulary, model)
+    )
+    read = []
+
+    def load_snli(split, data_dir=None, source="infersent"):
+        read.append((split, source))
+        return {
+            "premise": ["a b", "b"],
+            "hypothesis": ["b", "a a"],
+            "label": ["neutral", "entailment"],
+            "skipped": 0,
+        }
+
+    monkeypatch.setattr(evaluate.data, "load_snli", load_snli)
+    result = evaluate.main(
+        ["--run-dir", str(tmp_path), "--split", "dev", "--examples"]
+    )
+    assert read == [("dev", source)]
+    assert 0.0 <= result["accuracy"] <= 1.0
 
 
 def test_every_builder_has_the_shared_interface():

@@ -153,3 +153,14 @@ def test_bad_label_in_labels_file_names_line(tmp_path):
         snli.read_snli_tokenized(
             tmp_path / "x.s1", tmp_path / "x.s2", tmp_path / "x.labels"
         )
+
+
+def test_evaluation_source_follows_the_training_pairs():
+    # The InferSent subset is tokenized: its dev and test are too; the
+    # official training lines go with the official (jsonl) dev and test.
+    assert snli.snli_evaluation_source("subset") == "infersent"
+    assert snli.snli_evaluation_source("first1024") == "jsonl"
+    assert snli.snli_evaluation_source("first100000") == "jsonl"
+    assert snli.snli_evaluation_source("any/snli_1.0_train.jsonl") == "jsonl"
+    for name, (source, _) in snli.TRAINING_SETS.items():
+        assert snli.snli_evaluation_source(name) == source

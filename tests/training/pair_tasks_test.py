@@ -1,8 +1,13 @@
-"""The pair applications' training clock (`pair_tasks.TrainingTimer`)."""
+"""The pair applications' shared recipe: the training clock
+(`pair_tasks.TrainingTimer`) and the one ReSAN configuration."""
+
+import dataclasses
+import inspect
 
 import keras
 import numpy as np
 
+from keras_attention import models
 from keras_attention.training import pair_tasks
 
 
@@ -62,3 +67,27 @@ def test_timer_restores_a_backup_written_before_its_logs_were_kept():
     assert timer.epoch_seconds == [3.0, 2.0]
     assert timer.logged == {"val_accuracy": []}
     assert timer.run_seconds(7.0) == 7.0
+
+
+def test_one_resan_configuration_builds_both_heads():
+    config = dataclasses.replace(
+        pair_tasks.PairTaskConfig(),
+        hidden_dim=4,
+        sparsity_penalty=0.01,
+        empty_context="mean",
+        sampler_keep_bias=0.5,
+    )
+    arguments = config.resan_arguments()
+    for head in (models.ReSANClassifier, models.ReSANRelatedness):
+        assert set(arguments) <= set(inspect.signature(head).parameters)
+        model = head(vocabulary_size=10, embedding_dim=4, **arguments)
+        saved = model.get_config()
+        for name, value in arguments.items():
+            assert saved[name] == value, (head.__name__, name)
+
+
+def test_a_task_default_keeps_the_shared_help():
+    shared = pair_tasks.PairTaskConfig.__dataclass_fields__["sparsity_penalty"]
+    field = pair_tasks.PairTaskConfig.default_for("sparsity_penalty", 0.006)
+    assert field.default == 0.006
+    assert field.metadata["help"] == shared.metadata["help"]

@@ -15,6 +15,7 @@ from keras_attention.models.resan.policy import policy_reward
 from keras_attention.models.resan.schedule import TrainingSchedule
 from keras_attention.models.resan.schedule import check_schedule_steps
 from keras_attention.ops.replicas import scale_for_replicas
+from keras_attention.presets import PresetMixin
 from keras_attention.utils.seeds import sub_seed
 
 # The constructor arguments both heads store and return in `get_config`
@@ -122,7 +123,7 @@ def check_weight_decay(weight_decay):
     return float(weight_decay)
 
 
-class ReinforcedPairModel(keras.Model):
+class ReinforcedPairModel(PresetMixin, keras.Model):
     """Shared training logic: supervised loss plus REINFORCE.
 
     The model's outputs hold the task outputs and, for each of the two
