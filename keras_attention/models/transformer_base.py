@@ -14,6 +14,7 @@ from keras import ops
 from keras_attention.layers.token_and_position_embedding import (
     TokenAndPositionEmbedding,
 )
+from keras_attention.losses import RDropLoss
 from keras_attention.ops import empty_cache
 from keras_attention.ops import from_stacked_cache
 from keras_attention.ops import to_stacked_cache
@@ -78,6 +79,7 @@ ARGUMENTS = (
     "intermediate_dim",
     "dropout",
     "attention_dropout",
+    "activation_dropout",
     "norm_first",
     "position",
     "max_sequence_length",
@@ -106,6 +108,7 @@ class TransformerModelBase(keras.Model):
         intermediate_dim=2048,
         dropout=0.1,
         attention_dropout=0.0,
+        activation_dropout=0.0,
         norm_first=False,
         position="sinusoidal",
         max_sequence_length=256,
@@ -122,6 +125,7 @@ class TransformerModelBase(keras.Model):
             "intermediate_dim": intermediate_dim,
             "dropout": dropout,
             "attention_dropout": attention_dropout,
+            "activation_dropout": activation_dropout,
             "norm_first": norm_first,
             "position": position,
             "max_sequence_length": max_sequence_length,
@@ -158,6 +162,32 @@ class TransformerModelBase(keras.Model):
         config = copy.deepcopy(PRESETS[preset])
         config.update(kwargs)
         return cls(vocabulary_size=vocabulary_size, **config)
+
+    def compute_loss(
+        self, x=None, y=None, y_pred=None, sample_weight=None, training=True
+    ):
+        """`keras.Model.compute_loss`; with a compiled `RDropLoss`, R-Drop.
+
+        In training, a compiled `keras_attention.losses.RDropLoss` runs
+        the model a second time on `x` (other dropout masks) and adds the
+        divergence between the two passes (`RDropLoss.two_pass_loss`).
+        Otherwise the loss is the usual one.
+        """
+        r_drop = self.loss if isinstance(self.loss, RDropLoss) else None
+        if not training or r_drop is None or not r_drop.alpha:
+            return super().compute_loss(
+                x, y, y_pred, sample_weight, training=training
+            )
+        second = self(x, training=True)
+
+        def compute_loss(labels, logits, weights):
+            return super(TransformerModelBase, self).compute_loss(
+                x, labels, logits, weights, training=training
+            )
+
+        return r_drop.two_pass_loss(
+            compute_loss, y, y_pred, second, sample_weight
+        )
 
     def get_config(self):
         # Only the constructor arguments: the graph is rebuilt from them.
@@ -204,6 +234,7 @@ def blocks(block_class, prefix, arguments, dtype):
             intermediate_dim=arguments["intermediate_dim"],
             dropout=arguments["dropout"],
             attention_dropout=arguments["attention_dropout"],
+            activation_dropout=arguments["activation_dropout"],
             layer_norm_epsilon=arguments["layer_norm_epsilon"],
             norm_first=arguments["norm_first"],
             seed=sub_seed(arguments["seed"], f"{prefix}_{i}"),
@@ -331,6 +362,7 @@ def _check_arguments(arguments):
         check_positive_int(name, arguments[name])
     check_rate("dropout", arguments["dropout"])
     check_rate("attention_dropout", arguments["attention_dropout"])
+    check_rate("activation_dropout", arguments["activation_dropout"])
     check_choice("position", arguments["position"], ("sinusoidal", "learned"))
     if arguments["hidden_dim"] % arguments["num_heads"]:
         raise ValueError(

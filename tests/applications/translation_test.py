@@ -461,3 +461,96 @@ def keras_ops_numpy(x):
     import keras
 
     return keras.ops.convert_to_numpy(x).astype("float32")
+
+
+PAIRS = list(zip(CORPUS[:4], CORPUS[4:8]))
+
+
+def test_sampled_segmentations_differ_and_decode_to_the_same_text(tokenizer):
+    sentences = CORPUS[:8]
+    best = translation.encode_sentences(tokenizer, sentences)
+    draws = [
+        translation.sample_sentences(tokenizer, sentences, 0.1, seed=seed)
+        for seed in range(4)
+    ]
+    for draw in draws:
+        assert all(ids[-1] == translation.END_ID for ids in draw)
+        texts = translation.decode_ids(tokenizer, [ids[:-1] for ids in draw])
+        assert texts == sentences
+    # Most sentences are split otherwise than by the best segmentation, and
+    # the draws differ from each other; the same seed draws the same.
+    assert sum(a != b for a, b in zip(draws[0], best)) >= 4
+    assert draws[0] != draws[1]
+    assert draws[0] == translation.sample_sentences(
+        tokenizer, sentences, 0.1, seed=0
+    )
+    # `nbest_size` limits the draw to the best segmentations.
+    two_best = translation.sample_sentences(
+        tokenizer, sentences, 0.1, nbest_size=2, seed=1
+    )
+    texts = translation.decode_ids(tokenizer, [ids[:-1] for ids in two_best])
+    assert texts == sentences
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"alpha": 0.0}, "Received: alpha=0.0"),
+        ({"alpha": 1.5}, "Received: alpha=1.5"),
+        ({"nbest_size": 0}, "Received: nbest_size=0"),
+        ({"nbest_size": 1}, "Received: nbest_size=1"),
+    ],
+)
+def test_sampling_rejects_bad_settings(tokenizer, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        translation.sample_sentences(tokenizer, ["A man."], **kwargs)
+    with pytest.raises(ValueError, match=message):
+        translation.SampledBatches(
+            tokenizer, ["A man."], ["Ein Mann."], **kwargs
+        )
+
+
+def decoded_pairs(tokenizer, batch):
+    """The (source, target) texts of a batch of `make_batches`' layout."""
+    x, labels = batch
+    pairs = []
+    for source, target in zip(
+        np.asarray(x["encoder_token_ids"]), np.asarray(labels)
+    ):
+        source = [int(i) for i in source if i not in (0, translation.END_ID)]
+        target = [int(i) for i in target if i not in (0, translation.END_ID)]
+        pairs.append(tuple(translation.decode_ids(tokenizer, [source, target])))
+    return pairs
+
+
+def test_sampled_batches_draw_a_new_segmentation_every_epoch(tokenizer):
+    sources, targets = zip(*(PAIRS * 10))
+    options = dict(alpha=0.1, tokens_per_batch=256, max_length=64, seed=5)
+    batches = translation.SampledBatches(tokenizer, sources, targets, **options)
+    assert len(batches) > 1
+    epochs = [
+        list(batches.as_dataset(epochs=1, initial_epoch=e)) for e in range(3)
+    ]
+    assert all(len(epoch) == len(batches) for epoch in epochs)
+    # Every batch holds real pairs, whatever their segmentation.
+    for epoch in epochs:
+        for batch in epoch:
+            assert set(decoded_pairs(tokenizer, batch)) <= set(PAIRS)
+    ids = [
+        sorted(
+            tuple(row[row > 0].tolist())
+            for x, _ in epoch
+            for row in np.asarray(x["encoder_token_ids"])
+        )
+        for epoch in epochs
+    ]
+    assert ids[0] != ids[1] and ids[1] != ids[2]
+    # An endless stream started at epoch 1 (a resumed run) sees epoch 1.
+    again = translation.SampledBatches(tokenizer, sources, targets, **options)
+    stream = iter(again.as_dataset(epochs=None, initial_epoch=1))
+    for expected in epochs[1]:
+        got = next(stream)
+        np.testing.assert_array_equal(
+            got[0]["encoder_token_ids"], expected[0]["encoder_token_ids"]
+        )
+        np.testing.assert_array_equal(got[1], expected[1])
