@@ -25,11 +25,12 @@ def test_cpu_check_runs_every_part_without_tensorflow(tmp_path):
             "--cpu-check",
             "--backends=jax",
             "--block-tensorflow",
+            "--budget-s=1500",
             f"--output-dir={tmp_path}",
         ],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=1800,
         cwd=helpers.ROOT,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
