@@ -430,7 +430,15 @@ def run_multi30k(config, scope=None):
     train_en, train_de = data.load_multi30k("train", data_dir=config.data_dir)
     tokenizer_path = os.path.join(config.output_dir, translation.TOKENIZER_FILE)
     if os.path.isfile(tokenizer_path):
+        # A resumed run keeps its tokenizer; one of another size is
+        # another run's.
         tokenizer = translation.load_tokenizer(tokenizer_path)
+        if tokenizer.vocabulary_size() != config.vocabulary_size:
+            raise SystemExit(
+                f"{tokenizer_path} has {tokenizer.vocabulary_size()} "
+                "subwords, another run's: use another --output-dir. "
+                f"Received: vocabulary_size={config.vocabulary_size}"
+            )
     else:
         tokenizer = translation.train_tokenizer(
             train_en + train_de,
