@@ -36,6 +36,7 @@ SLOW = (
     "tests/reliability/determinism_test.py",  # every model trained twice
     "tests/reliability/model_loading_test.py",  # models saved by a subprocess
     "tests/reliability/numerics_property_test.py",  # hypothesis examples
+    "tests/benchmarks/gpu_check_test.py::test_cpu_check",  # 4 processes
     "tests/layers/keras_multi_head_attention_test.py::"
     "KerasMultiHeadAttentionTest::test_quantize_int8",
     "tests/models/resan_test.py::test_fit_trains_samplers",

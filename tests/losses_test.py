@@ -74,3 +74,83 @@ def test_masked_accuracy_and_perplexity_skip_padding():
     perplexity.update_state(labels, logits)
     nll = numpy_label_smoothed_cross_entropy(labels, logits, 0.0)
     assert float(perplexity.result()) == pytest.approx(np.exp(nll), rel=1e-5)
+
+
+def numpy_symmetric_kl(labels, logits_1, logits_2, pad=0):
+    """Float64 reference: (KL(p || q) + KL(q || p)) / 2 per token, averaged
+    over the non-padding tokens."""
+
+    def log_softmax(logits):
+        logits = np.float64(logits)
+        shifted = logits - logits.max(-1, keepdims=True)
+        return shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+
+    log_p, log_q = log_softmax(logits_1), log_softmax(logits_2)
+    p, q = np.exp(log_p), np.exp(log_q)
+    kl_pq = (p * (log_p - log_q)).sum(-1)
+    kl_qp = (q * (log_q - log_p)).sum(-1)
+    per_token = 0.5 * (kl_pq + kl_qp)
+    return per_token[labels != pad].mean()
+
+
+def padded_labels():
+    labels = RNG.integers(1, 11, size=(3, 5))
+    labels[0, 3:] = 0
+    labels[2, 1:] = 0
+    return labels
+
+
+def test_r_drop_divergence_matches_numpy_reference():
+    labels = padded_labels()
+    logits_1 = RNG.normal(size=(3, 5, 11)).astype("float32") * 2
+    logits_2 = RNG.normal(size=(3, 5, 11)).astype("float32") * 2
+    value = losses.r_drop_divergence(labels, logits_1, logits_2, rescale=True)
+    expected = numpy_symmetric_kl(labels, logits_1, logits_2)
+    assert float(ops.mean(value)) == pytest.approx(expected, rel=1e-5)
+    assert expected > 0.1
+    # Symmetric, zero for equal passes, blind to padded positions.
+    swapped = losses.r_drop_divergence(labels, logits_2, logits_1, rescale=True)
+    assert float(ops.mean(swapped)) == pytest.approx(expected, rel=1e-5)
+    same = losses.r_drop_divergence(labels, logits_1, logits_1)
+    assert float(ops.max(ops.abs(same))) < 1e-6
+    changed = logits_2.copy()
+    changed[labels == 0] += 50.0
+    value = losses.r_drop_divergence(labels, logits_1, changed, rescale=True)
+    assert float(ops.mean(value)) == pytest.approx(expected, rel=1e-5)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.7])
+def test_r_drop_two_pass_loss_matches_numpy_reference(alpha):
+    labels = padded_labels()
+    logits_1 = RNG.normal(size=(3, 5, 11)).astype("float32") * 2
+    logits_2 = RNG.normal(size=(3, 5, 11)).astype("float32") * 2
+    inner = losses.LabelSmoothedSparseCategoricalCrossentropy(epsilon=0.1)
+    loss = losses.RDropLoss(inner, alpha=alpha)
+    value = loss.two_pass_loss(
+        lambda y, logits, weights: inner(y, logits, weights),
+        labels,
+        logits_1,
+        logits_2,
+        None,
+    )
+    expected = 0.5 * (
+        numpy_label_smoothed_cross_entropy(labels, logits_1, 0.1)
+        + numpy_label_smoothed_cross_entropy(labels, logits_2, 0.1)
+    ) + alpha * numpy_symmetric_kl(labels, logits_1, logits_2)
+    assert float(value) == pytest.approx(expected, rel=1e-5)
+    # Called on its own (evaluation), the wrapper is the wrapped loss.
+    single = numpy_label_smoothed_cross_entropy(labels, logits_1, 0.1)
+    assert float(loss(labels, logits_1)) == pytest.approx(single, rel=1e-5)
+
+
+def test_r_drop_loss_config_round_trip_and_bad_arguments():
+    loss = losses.RDropLoss(
+        losses.LabelSmoothedSparseCategoricalCrossentropy(epsilon=0.2),
+        alpha=0.5,
+    )
+    revived = keras.losses.deserialize(keras.losses.serialize(loss))
+    assert isinstance(revived, losses.RDropLoss)
+    assert revived.alpha == 0.5 and revived.loss.epsilon == 0.2
+    for alpha in (-1.0, float("nan"), "1", True):
+        with pytest.raises(ValueError, match="Received: alpha="):
+            losses.RDropLoss("mse", alpha=alpha)

@@ -3,7 +3,15 @@
 Usage:
     python applications/translation/evaluate.py --model-dir runs/translation \
         [--data-dir DIR] [--beam-size 4] [--alpha 0.6] [--limit N] \
-        [--dtype float32]
+        [--dtype float32] [--splits val] [--average-last K] \
+        [--output-json FILE]
+
+Settings are chosen on `val` alone: `--splits val --average-last K
+--beam-size B --alpha A --output-json runs/x/val_K_B_A.json` scores one
+choice of averaged checkpoints (the last `K` epoch checkpoints of
+`checkpoints/`, instead of the saved model's weights), beam size and
+length penalty on the 1,014 validation pairs, without touching
+`metrics.json` or the test sets.
 
 Reads `model.keras`, `tokenizer.model` and `training.json` from the model
 directory, translates test2016 and test2017 with beam search, and writes
@@ -35,6 +43,8 @@ from keras_attention import losses  # noqa: F401
 from keras_attention import metrics as registered_metrics  # noqa: F401
 from keras_attention import models  # noqa: F401
 from keras_attention import schedules  # noqa: F401
+from keras_attention.checkpoints import average_checkpoints
+from keras_attention.checkpoints import last_checkpoints
 from keras_attention.data import translation
 from keras_attention.training import cli
 from keras_attention.training import runs
@@ -146,6 +156,25 @@ def write_metrics(model_dir, results, merge=False):
     return metrics
 
 
+def average_last_checkpoints(model, model_dir, k):
+    """Sets `model`'s weights to the mean of the last `k` epoch checkpoints
+    in `model_dir/checkpoints` (the weights train.py averages)."""
+    paths = last_checkpoints(
+        os.path.join(model_dir, "checkpoints"), k, pattern="epoch-*.weights.h5"
+    )
+    if len(paths) < k:
+        raise data.DataError(
+            f"--average-last {k} needs {k} epoch checkpoints; "
+            f"{model_dir}/checkpoints has {len(paths)}. Received: "
+            f"average_last={k}"
+        )
+    if k == 1:
+        model.load_weights(paths[0])
+    else:
+        average_checkpoints(model, paths)
+    return [os.path.basename(p) for p in paths]
+
+
 def main(argv=None):
     parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -167,13 +196,49 @@ def main(argv=None):
         choices=("float32",),
         help="Decode under this dtype policy (default: the saved one).",
     )
+    parser.add_argument(
+        "--splits",
+        default="test2016,test2017",
+        help="Comma-separated splits to score: val, test2016, test2017 "
+        "(default: test2016,test2017).",
+    )
+    parser.add_argument(
+        "--average-last",
+        type=int,
+        default=None,
+        help="Average the last K epoch checkpoints of checkpoints/ instead "
+        "of using the saved model's weights.",
+    )
+    parser.add_argument(
+        "--output-json",
+        default=None,
+        help="Write the figures and settings to this file instead of "
+        "metrics.json (for sweeps on val).",
+    )
     args = parser.parse_args(argv)
+    splits = tuple(s.strip() for s in args.splits.split(",") if s.strip())
+    for split in splits or ("",):
+        if split not in ("val", "test2016", "test2017"):
+            parser.error(
+                "--splits takes val, test2016 and test2017. Received: "
+                f"splits={args.splits!r}"
+            )
+    if args.average_last is not None and args.average_last < 1:
+        parser.error(
+            "--average-last must be >= 1. Received: "
+            f"average_last={args.average_last}"
+        )
     with cli.user_errors(parser, argv):
-        return evaluate_run(args)
+        return evaluate_run(args, splits)
 
 
-def evaluate_run(args):
+def evaluate_run(args, splits):
     model, tokenizer = load_translator(args.model_dir, args.dtype)
+    averaged = None
+    if args.average_last is not None:
+        averaged = average_last_checkpoints(
+            model, args.model_dir, args.average_last
+        )
     results = evaluate(
         model,
         tokenizer,
@@ -181,7 +246,24 @@ def evaluate_run(args):
         beam_size=args.beam_size,
         alpha=args.alpha,
         limit=args.limit,
+        splits=splits,
     )
+    if args.output_json:
+        settings = {
+            "model_dir": args.model_dir,
+            "beam_size": args.beam_size,
+            "alpha": args.alpha,
+            "average_last": args.average_last,
+            "averaged_checkpoints": averaged,
+            "limit": args.limit,
+            "dtype": args.dtype,
+        }
+        folder = os.path.dirname(os.path.abspath(args.output_json))
+        os.makedirs(folder, exist_ok=True)
+        with open(args.output_json, "w") as f:
+            json.dump({**settings, **results}, f, indent=2, sort_keys=True)
+        print(f"Wrote {args.output_json}")
+        return
     if args.dtype is not None:
         # Beside the figures of the saved policy, not over them.
         results = {f"{k}_{args.dtype}": v for k, v in results.items()}

@@ -51,6 +51,7 @@ from keras_attention.models import Transformer
 from keras_attention.training import cli
 from keras_attention.training import runs
 from keras_attention.utils import files
+from keras_attention.utils.validation import check_rate
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import evaluate  # noqa: E402
@@ -59,7 +60,12 @@ import evaluate  # noqa: E402
 @dataclasses.dataclass
 class Config:
     preset: str = "small"
-    vocabulary_size: int = 8000
+    vocabulary_size: int = cli.flag(
+        8000,
+        "Subwords of the shared SentencePiece vocabulary (reserved ids "
+        "included); the model's vocabulary is the tokenizer's.",
+        minimum=8,
+    )
     tokens_per_batch: int = 4096
     max_length: int = 100
     epochs: int = 100
@@ -67,11 +73,47 @@ class Config:
     warmup_steps: int = 1000
     learning_rate_scale: float = 1.0
     label_smoothing: float = 0.1
-    dropout: float = None
+    dropout: float = cli.flag(
+        None,
+        "Residual and embedding dropout.",
+        default_text="the preset's",
+    )
+    attention_dropout: float = cli.flag(
+        0.0, "Dropout on the attention weights.", minimum=0.0
+    )
+    activation_dropout: float = cli.flag(
+        0.0,
+        "Dropout on the feed-forward network's inner activation.",
+        minimum=0.0,
+    )
+    r_drop: float = cli.flag(
+        0.0,
+        "R-Drop: weight alpha of the symmetric KL divergence between two "
+        "dropout passes (Liang et al., 2021; doubles the work of a "
+        "step); 0 is off.",
+        minimum=0.0,
+    )
+    sp_alpha: float = cli.flag(
+        None,
+        "Subword regularization: sample a SentencePiece segmentation of "
+        "every training pair each epoch with this alpha in (0, 1] "
+        "(Kudo, 2018); evaluation keeps the best segmentation.",
+        default_text="off",
+    )
+    sp_nbest: int = cli.flag(
+        -1,
+        "With --sp-alpha: sample from the best N segmentations (N > 1), "
+        "or from all of them (-1).",
+    )
     average_last: int = 5
     beam_size: int = 4
     alpha: float = 0.6
     eval_limit: int = None
+    eval_splits: str = cli.flag(
+        "test2016,test2017",
+        "Comma-separated Multi30k splits scored after training; a sweep "
+        "that selects settings scores 'val' alone.",
+    )
     data_dir: str = None
     output_dir: str = "runs/translation"
     strategy: str = "auto"
@@ -149,6 +191,60 @@ def parse_args(argv=None):
     return cli.build_config(Config, values), options
 
 
+def model_overrides(config):
+    """The `Transformer.from_preset` arguments the flags set."""
+    overrides = {
+        "max_sequence_length": 256,
+        "seed": config.seed,
+        "attention_dropout": config.attention_dropout,
+        "activation_dropout": config.activation_dropout,
+    }
+    if config.dropout is not None:
+        overrides["dropout"] = config.dropout
+    return overrides
+
+
+def training_loss(config):
+    """Label-smoothed cross-entropy, wrapped in R-Drop when `--r-drop`."""
+    loss = losses.LabelSmoothedSparseCategoricalCrossentropy(
+        epsilon=config.label_smoothing
+    )
+    if config.r_drop:
+        loss = losses.RDropLoss(loss, alpha=config.r_drop)
+    return loss
+
+
+def check_regularizers(config):
+    """Ends the program with a clear message for a bad regularizer flag."""
+    try:
+        for name in ("attention_dropout", "activation_dropout"):
+            check_rate(name, getattr(config, name))
+        if config.sp_alpha is not None:
+            translation.check_sampling(config.sp_alpha, config.sp_nbest)
+    except ValueError as error:
+        raise SystemExit(str(error)) from None
+    eval_splits(config)
+
+
+def eval_splits(config):
+    """The splits of `--eval-splits`, checked."""
+    splits = tuple(
+        s.strip() for s in config.eval_splits.split(",") if s.strip()
+    )
+    for split in splits:
+        if split not in data.multi30k.SPLITS or split == "train":
+            raise SystemExit(
+                "--eval-splits takes val, test2016 and test2017. Received: "
+                f"eval_splits={config.eval_splits!r}"
+            )
+    if not splits:
+        raise SystemExit(
+            f"--eval-splits names no split. Received: "
+            f"eval_splits={config.eval_splits!r}"
+        )
+    return splits
+
+
 def compile_model(model, config):
     optimizer = keras.optimizers.Adam(
         schedules.NoamSchedule(
@@ -162,9 +258,7 @@ def compile_model(model, config):
     )
     model.compile(
         optimizer=training.loss_scaled(optimizer),
-        loss=losses.LabelSmoothedSparseCategoricalCrossentropy(
-            epsilon=config.label_smoothing
-        ),
+        loss=training_loss(config),
         metrics=[metrics.MaskedAccuracy(), metrics.Perplexity()],
         jit_compile=training.jit_compile(config.jit_compile),
     )
@@ -327,6 +421,7 @@ def average_last(model, checkpoint_dir, k):
 
 
 def run_multi30k(config, scope=None):
+    check_regularizers(config)
     scope = scope or training.strategy_scope(config.strategy)
     keras.utils.set_random_seed(config.seed)
     # Workers other than the chief write to a temporary folder.
@@ -335,32 +430,54 @@ def run_multi30k(config, scope=None):
     train_en, train_de = data.load_multi30k("train", data_dir=config.data_dir)
     tokenizer_path = os.path.join(config.output_dir, translation.TOKENIZER_FILE)
     if os.path.isfile(tokenizer_path):
+        # A resumed run keeps its tokenizer; one of another size is
+        # another run's.
         tokenizer = translation.load_tokenizer(tokenizer_path)
+        if tokenizer.vocabulary_size() != config.vocabulary_size:
+            raise SystemExit(
+                f"{tokenizer_path} has {tokenizer.vocabulary_size()} "
+                "subwords, another run's: use another --output-dir. "
+                f"Received: vocabulary_size={config.vocabulary_size}"
+            )
     else:
         tokenizer = translation.train_tokenizer(
             train_en + train_de,
             vocabulary_size=config.vocabulary_size,
             path=tokenizer_path,
         )
-    sources = translation.encode_sentences(
-        tokenizer, train_en, max_length=config.max_length
-    )
-    targets = translation.encode_sentences(
-        tokenizer, train_de, max_length=config.max_length
-    )
-    batches, target_tokens = translation.make_batches(
-        sources,
-        targets,
-        tokens_per_batch=config.tokens_per_batch,
-        max_length=config.max_length,
-        seed=config.seed,
-    )
-    overrides = {"max_sequence_length": 256, "seed": config.seed}
-    if config.dropout is not None:
-        overrides["dropout"] = config.dropout
+    if config.sp_alpha is not None:
+        # A new segmentation of every pair each epoch (subword
+        # regularization); evaluation tokenizes as usual.
+        batches = translation.SampledBatches(
+            tokenizer,
+            train_en,
+            train_de,
+            alpha=config.sp_alpha,
+            nbest_size=config.sp_nbest,
+            tokens_per_batch=config.tokens_per_batch,
+            max_length=config.max_length,
+            seed=config.seed,
+        )
+        target_tokens = batches.target_tokens
+    else:
+        sources = translation.encode_sentences(
+            tokenizer, train_en, max_length=config.max_length
+        )
+        targets = translation.encode_sentences(
+            tokenizer, train_de, max_length=config.max_length
+        )
+        batches, target_tokens = translation.make_batches(
+            sources,
+            targets,
+            tokens_per_batch=config.tokens_per_batch,
+            max_length=config.max_length,
+            seed=config.seed,
+        )
     with scope:
         model = Transformer.from_preset(
-            config.preset, tokenizer.vocabulary_size(), **overrides
+            config.preset,
+            tokenizer.vocabulary_size(),
+            **model_overrides(config),
         )
         compile_model(model, config)
     checkpoints = os.path.join(config.output_dir, "checkpoints")
@@ -453,6 +570,7 @@ def run_multi30k(config, scope=None):
         beam_size=config.beam_size,
         alpha=config.alpha,
         limit=config.eval_limit,
+        splits=eval_splits(config),
     )
     return evaluate.write_metrics(config.output_dir, results)
 

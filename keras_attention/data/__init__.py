@@ -26,7 +26,9 @@ take text to the padded ids of the word-level models; `LABELS` and
 padded id arrays to `model.fit` in length-bucketed batches
 (`predict_in_buckets` predicts on them, in the examples' order), and
 `make_batches` (`make_dataset`, `epoch_stream`) builds them for translation
-pairs, with the translation buckets and a token budget per batch.
+pairs, with the translation buckets and a token budget per batch;
+`SampledBatches` draws a new subword segmentation of every pair each
+epoch (`sample_sentences`: subword regularization).
 
 Data a user can fix (a missing, empty or malformed file, a split with no
 usable pair) raises `DataError`, a `ValueError` (`DataFileNotFoundError`
@@ -70,6 +72,7 @@ from keras_attention.data.snli import load_snli_training
 from keras_attention.data.snli import read_snli_jsonl
 from keras_attention.data.snli import read_snli_tokenized
 from keras_attention.data.snli import snli_evaluation_source
+from keras_attention.data.translation import SampledBatches
 from keras_attention.data.translation import check_tokenizer_matches
 from keras_attention.data.translation import decode_ids
 from keras_attention.data.translation import encode_sentences
@@ -77,6 +80,7 @@ from keras_attention.data.translation import epoch_stream
 from keras_attention.data.translation import load_tokenizer
 from keras_attention.data.translation import make_batches
 from keras_attention.data.translation import make_dataset
+from keras_attention.data.translation import sample_sentences
 from keras_attention.data.translation import tokenizer_fingerprint
 from keras_attention.data.translation import train_tokenizer
 from keras_attention.data.words import PAD_ID
@@ -138,6 +142,8 @@ __all__ = [
     "load_tokenizer",
     "make_batches",
     "make_dataset",
+    "sample_sentences",
+    "SampledBatches",
     "tokenizer_fingerprint",
     "train_tokenizer",
     "vocabulary_index",

@@ -8,10 +8,16 @@ The trained model is a single file saved next to the translation model.
 Reserved ids: `0` padding, `1` unknown, `2` start, `3` end. Characters
 never seen in training become the unknown id; `encode_sentences` warns when
 that happens.
+
+Subword regularization (Kudo, 2018): `sample_sentences` draws one of the
+many segmentations of each sentence instead of the best one, and
+`SampledBatches` feeds training a new draw every epoch; evaluation keeps
+the tokenizer's one deterministic segmentation.
 """
 
 import hashlib
 import io
+import math
 import os
 import warnings
 
@@ -162,15 +168,94 @@ def encode_sentences(
             "unknown id.",
             stacklevel=2,
         )
-    result = []
-    for ids in encoded:
-        if add_end:
-            ids = ids + [END_ID]
-        if max_length is not None and len(ids) > max_length:
-            ids = ids[: max_length - 1] + [END_ID] if add_end else ids
-            ids = ids[:max_length]
-        result.append(ids)
-    return result
+    return [_finish(ids, add_end, max_length) for ids in encoded]
+
+
+def _finish(ids, add_end, max_length):
+    """`ids` with `END_ID` appended, truncated to `max_length` (keeping the
+    end id last)."""
+    if add_end:
+        ids = ids + [END_ID]
+    if max_length is not None and len(ids) > max_length:
+        ids = ids[: max_length - 1] + [END_ID] if add_end else ids
+        ids = ids[:max_length]
+    return ids
+
+
+def check_sampling(alpha, nbest_size):
+    """Checks subword-sampling settings; see `sample_sentences`."""
+    if (
+        isinstance(alpha, bool)
+        or not isinstance(alpha, (int, float))
+        or not math.isfinite(alpha)
+        or not 0 < alpha <= 1
+    ):
+        raise ValueError(
+            "Argument `alpha` must be a number in (0, 1]. Received: "
+            f"alpha={alpha!r}"
+        )
+    if (
+        isinstance(nbest_size, bool)
+        or not isinstance(nbest_size, int)
+        or not (nbest_size == -1 or nbest_size > 1)
+    ):
+        raise ValueError(
+            "Argument `nbest_size` must be -1 (sample from every "
+            "segmentation) or an int > 1 (from the best `nbest_size`). "
+            f"Received: nbest_size={nbest_size!r}"
+        )
+
+
+def sample_sentences(
+    tokenizer,
+    sentences,
+    alpha=0.1,
+    nbest_size=-1,
+    seed=0,
+    max_length=None,
+    add_end=True,
+):
+    """Tokenizes sentences with subword sampling (subword regularization).
+
+    Each sentence gets one segmentation drawn from the unigram model's
+    distribution over segmentations (`P(x)^alpha`, over the best
+    `nbest_size` or, with `-1`, over all of them: Kudo, 2018); for a BPE
+    model, BPE-dropout with merge-dropout probability `alpha` (Provilkov
+    et al., 2020). Every segmentation decodes to the same text. The draw
+    is a function of `seed` (one thread, SentencePiece's generator seeded
+    with it), so a resumed run draws what an uninterrupted one drew.
+
+    Args:
+        tokenizer: a `SentencePieceTokenizer` from `train_tokenizer` or
+            `load_tokenizer`.
+        sentences: list of strings.
+        alpha: float in `(0, 1]`. Smaller spreads the draws over more
+            segmentations (unigram); the dropout probability (BPE).
+        nbest_size: int. `-1` samples from all segmentations, `k > 1` from
+            the `k` best (unigram only).
+        seed: int. Seed of the draw.
+        max_length, add_end: as in `encode_sentences`.
+
+    Returns:
+        A list of lists of ints.
+    """
+    check_sampling(alpha, nbest_size)
+    sentencepiece = import_optional(
+        "sentencepiece", "applications", "Subword sampling"
+    )
+    processor = sentencepiece.SentencePieceProcessor(
+        model_proto=tokenizer.proto
+    )
+    sentencepiece.set_random_generator_seed(int(seed) % (2**31 - 1) + 1)
+    encoded = processor.encode(
+        list(sentences),
+        out_type=int,
+        enable_sampling=True,
+        alpha=alpha,
+        nbest_size=nbest_size,
+        num_threads=1,
+    )
+    return [_finish(list(ids), add_end, max_length) for ids in encoded]
 
 
 def decode_ids(tokenizer, rows):
@@ -276,6 +361,152 @@ def make_batches(
         drop_remainder=drop_remainder,
     )
     return batches, sum(len(t) for _, t in pairs)
+
+
+class SampledBatches:
+    """Translation batches with a new subword segmentation every epoch.
+
+    Subword regularization for `model.fit`: epoch `e` tokenizes the
+    training pairs with `sample_sentences` (both sides, seeded by `(seed,
+    e)`) and batches them with `make_batches`, in that epoch's order. A
+    sampled epoch's batch count varies a little from epoch to epoch (the
+    segmentations differ in length), so that `steps_per_epoch` means one
+    pass, every epoch is cut or filled to the batch count of epoch 0: an
+    epoch with more batches leaves its last (randomly ordered) ones out,
+    one with fewer starts its order again. Each epoch is then a function
+    of `(seed, e)` alone, and a run resumed at an epoch sees the batches
+    of an uninterrupted one, as with `make_batches`.
+
+    Tokenizing costs about 3.5 s per epoch for Multi30k's 29,000 pairs on
+    one CPU core, done in the input pipeline's thread when the epoch
+    begins.
+
+    Args:
+        tokenizer: a `SentencePieceTokenizer` from `train_tokenizer`.
+        source_sentences, target_sentences: lists of strings.
+        alpha, nbest_size: as in `sample_sentences`.
+        tokens_per_batch, max_length, seed, drop_remainder: as in
+            `make_batches` (`max_length` also truncates the sampled ids,
+            as `encode_sentences` does).
+
+    Example:
+
+    ```python
+    batches = SampledBatches(tokenizer, train_en, train_de, alpha=0.1)
+    model.fit(
+        batches.as_dataset(epochs=None), steps_per_epoch=len(batches),
+        epochs=20,
+    )
+    ```
+    """
+
+    def __init__(
+        self,
+        tokenizer,
+        source_sentences,
+        target_sentences,
+        alpha=0.1,
+        nbest_size=-1,
+        tokens_per_batch=4096,
+        max_length=128,
+        seed=0,
+        drop_remainder=True,
+    ):
+        check_sampling(alpha, nbest_size)
+        if len(source_sentences) != len(target_sentences):
+            raise ValueError(
+                "Source and target lists must have the same length. "
+                f"Received: {len(source_sentences)} sources and "
+                f"{len(target_sentences)} targets"
+            )
+        self.tokenizer = tokenizer
+        self.source_sentences = list(source_sentences)
+        self.target_sentences = list(target_sentences)
+        self.alpha = alpha
+        self.nbest_size = nbest_size
+        self.tokens_per_batch = tokens_per_batch
+        self.max_length = max_length
+        self.seed = seed
+        self.drop_remainder = drop_remainder
+        self._cached = None
+        first, self.target_tokens = self._epoch(0)
+        self.steps = len(first.batches(epoch=0))
+
+    def _epoch(self, epoch):
+        """`(BucketedBatches, target_tokens)` of epoch `epoch`'s draw."""
+        if self._cached is not None and self._cached[0] == epoch:
+            return self._cached[1]
+        seeds = np.random.default_rng([self.seed, epoch]).integers(
+            2**31 - 1, size=2
+        )
+        sources, targets = (
+            sample_sentences(
+                self.tokenizer,
+                sentences,
+                self.alpha,
+                self.nbest_size,
+                seed=int(seed),
+                max_length=self.max_length,
+            )
+            for sentences, seed in zip(
+                (self.source_sentences, self.target_sentences), seeds
+            )
+        )
+        result = make_batches(
+            sources,
+            targets,
+            tokens_per_batch=self.tokens_per_batch,
+            max_length=self.max_length,
+            seed=self.seed,
+            drop_remainder=self.drop_remainder,
+        )
+        self._cached = (epoch, result)
+        return result
+
+    def __len__(self):
+        """Batches per epoch: those of epoch 0, for every epoch."""
+        return self.steps
+
+    def epoch_batches(self, epoch):
+        """The `BucketedBatches` of epoch `epoch`'s segmentation."""
+        return self._epoch(epoch)[0]
+
+    def batches(self, epoch=0):
+        """`[(row_indices, width), ...]` of epoch `epoch`, `len(self)` of
+        them (rows of `epoch_batches(epoch)`)."""
+        order = self.epoch_batches(epoch).batches(epoch)
+        if len(order) < self.steps:
+            order = (order * (self.steps // len(order) + 1))[: self.steps]
+        return order[: self.steps]
+
+    def as_dataset(self, epochs=None, initial_epoch=0):
+        """A `tf.data.Dataset` of the batches of `epochs` epochs (`None`:
+        endless) from `initial_epoch` on, for `model.fit(...,
+        steps_per_epoch=len(batches))`."""
+        check_non_negative_int("initial_epoch", initial_epoch)
+        tf = import_optional("tensorflow", "tensorflow", "as_dataset")
+        ids = tf.TensorSpec((None, None), tf.int32)
+        signature = (
+            {"encoder_token_ids": ids, "decoder_token_ids": ids},
+            ids,
+        )
+
+        def generate():
+            epoch = initial_epoch
+            while epochs is None or epoch < initial_epoch + epochs:
+                batches = self.epoch_batches(epoch)
+                for rows, width in self.batches(epoch):
+                    yield batches.batch(rows, width)
+                epoch += 1
+
+        dataset = tf.data.Dataset.from_generator(
+            generate, output_signature=signature
+        )
+        if epochs is not None:
+            dataset = dataset.apply(
+                tf.data.experimental.assert_cardinality(self.steps * epochs)
+            )
+        return dataset.prefetch(2)
 
 
 def make_dataset(source_ids, target_ids, **options):

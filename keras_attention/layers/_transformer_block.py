@@ -58,6 +58,13 @@ class TransformerBlockBase(keras.layers.Layer):
 
     Every random sublayer gets its seed from `sub_seed(seed, name)`, its
     own name, so no two draw the same stream.
+
+    `activation_dropout` (default `0.0`) drops units of the feed-forward
+    network's inner activation, `dense_2(dropout(relu(dense_1(x))))`
+    (fairseq's `--activation-dropout`), beside the residual `dropout` and
+    the `attention_dropout` on the attention weights. At `0.0` the block
+    holds no such layer, so its weights and random streams are those of a
+    block without the argument.
     """
 
     # Keyword-only: keras-hub's blocks take `(intermediate_dim, num_heads)`
@@ -71,6 +78,7 @@ class TransformerBlockBase(keras.layers.Layer):
         key_dim=None,
         dropout=0.1,
         attention_dropout=0.0,
+        activation_dropout=0.0,
         activation="relu",
         layer_norm_epsilon=1e-6,
         norm_first=None,
@@ -89,12 +97,14 @@ class TransformerBlockBase(keras.layers.Layer):
         check_positive_int("key_dim", key_dim, allow_none=True)
         check_rate("dropout", dropout)
         check_rate("attention_dropout", attention_dropout)
+        check_rate("activation_dropout", activation_dropout)
         super().__init__(**kwargs)
         self.num_heads = num_heads
         self.intermediate_dim = intermediate_dim
         self.key_dim = key_dim
         self.dropout = dropout
         self.attention_dropout = attention_dropout
+        self.activation_dropout = activation_dropout
         self.activation = keras.activations.get(activation)
         self.layer_norm_epsilon = layer_norm_epsilon
         self.norm_first = norm_first
@@ -180,6 +190,15 @@ class TransformerBlockBase(keras.layers.Layer):
             self.feedforward_norm = self._norm("feedforward_norm")
             self.feedforward_norm.build(inputs_shape)
         self.feedforward_dropout = self._dropout("feedforward_dropout")
+        self.feedforward_activation_dropout = None
+        if self.activation_dropout > 0.0:
+            name = "feedforward_activation_dropout"
+            self.feedforward_activation_dropout = keras.layers.Dropout(
+                self.activation_dropout,
+                seed=sub_seed(self.seed, name),
+                dtype=self.dtype_policy,
+                name=name,
+            )
 
     def _residual(self, name, x, sublayer, training):
         """`residual_sublayer` with the norm `{name}_norm` and the dropout
@@ -197,6 +216,8 @@ class TransformerBlockBase(keras.layers.Layer):
         def feedforward(x):
             # (B, T, F) -> (B, T, intermediate_dim) -> (B, T, F)
             x = self.feedforward_intermediate_dense(x)
+            if self.feedforward_activation_dropout is not None:
+                x = self.feedforward_activation_dropout(x, training=training)
             return self.feedforward_output_dense(x), None
 
         x, _ = self._residual("feedforward", x, feedforward, training)
@@ -211,6 +232,7 @@ class TransformerBlockBase(keras.layers.Layer):
                 "key_dim": self.key_dim,
                 "dropout": self.dropout,
                 "attention_dropout": self.attention_dropout,
+                "activation_dropout": self.activation_dropout,
                 "activation": keras.activations.serialize(self.activation),
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "norm_first": self.norm_first,

@@ -14,6 +14,7 @@ from keras import ops
 from keras_attention.layers.token_and_position_embedding import (
     TokenAndPositionEmbedding,
 )
+from keras_attention.losses import RDropLoss
 from keras_attention.ops import empty_cache
 from keras_attention.ops import from_stacked_cache
 from keras_attention.ops import to_stacked_cache
@@ -80,6 +81,7 @@ ARGUMENTS = (
     "intermediate_dim",
     "dropout",
     "attention_dropout",
+    "activation_dropout",
     "norm_first",
     "position",
     "max_sequence_length",
@@ -108,6 +110,7 @@ class TransformerModelBase(PresetMixin, keras.Model):
         intermediate_dim=2048,
         dropout=0.1,
         attention_dropout=0.0,
+        activation_dropout=0.0,
         norm_first=False,
         position="sinusoidal",
         max_sequence_length=256,
@@ -124,6 +127,7 @@ class TransformerModelBase(PresetMixin, keras.Model):
             "intermediate_dim": intermediate_dim,
             "dropout": dropout,
             "attention_dropout": attention_dropout,
+            "activation_dropout": activation_dropout,
             "norm_first": norm_first,
             "position": position,
             "max_sequence_length": max_sequence_length,
@@ -183,6 +187,32 @@ class TransformerModelBase(PresetMixin, keras.Model):
             f"`save_to_preset`). Received: preset={preset!r}"
         )
 
+    def compute_loss(
+        self, x=None, y=None, y_pred=None, sample_weight=None, training=True
+    ):
+        """`keras.Model.compute_loss`; with a compiled `RDropLoss`, R-Drop.
+
+        In training, a compiled `keras_attention.losses.RDropLoss` runs
+        the model a second time on `x` (other dropout masks) and adds the
+        divergence between the two passes (`RDropLoss.two_pass_loss`).
+        Otherwise the loss is the usual one.
+        """
+        r_drop = self.loss if isinstance(self.loss, RDropLoss) else None
+        if not training or r_drop is None or not r_drop.alpha:
+            return super().compute_loss(
+                x, y, y_pred, sample_weight, training=training
+            )
+        second = self(x, training=True)
+
+        def compute_loss(labels, logits, weights):
+            return super(TransformerModelBase, self).compute_loss(
+                x, labels, logits, weights, training=training
+            )
+
+        return r_drop.two_pass_loss(
+            compute_loss, y, y_pred, second, sample_weight
+        )
+
     def get_config(self):
         # Only the constructor arguments: the graph is rebuilt from them.
         config = {name: getattr(self, name) for name in ARGUMENTS}
@@ -228,6 +258,7 @@ def blocks(block_class, prefix, arguments, dtype):
             intermediate_dim=arguments["intermediate_dim"],
             dropout=arguments["dropout"],
             attention_dropout=arguments["attention_dropout"],
+            activation_dropout=arguments["activation_dropout"],
             layer_norm_epsilon=arguments["layer_norm_epsilon"],
             norm_first=arguments["norm_first"],
             seed=sub_seed(arguments["seed"], f"{prefix}_{i}"),
@@ -355,6 +386,7 @@ def _check_arguments(arguments):
         check_positive_int(name, arguments[name])
     check_rate("dropout", arguments["dropout"])
     check_rate("attention_dropout", arguments["attention_dropout"])
+    check_rate("activation_dropout", arguments["activation_dropout"])
     check_choice("position", arguments["position"], ("sinusoidal", "learned"))
     if arguments["hidden_dim"] % arguments["num_heads"]:
         raise ValueError(

@@ -52,6 +52,9 @@ class TransformerLanguageModel(TransformerModelBase):
         dropout: float. Residual and embedding dropout. Defaults to `0.1`.
         attention_dropout: float. Dropout on attention weights. Defaults to
             `0.0`.
+        activation_dropout: float. Dropout on the feed-forward network's
+            inner activation (fairseq's `--activation-dropout`). Defaults
+            to `0.0`.
         norm_first: bool. Pre-norm blocks (with a final layer norm after
             the stack, as in GPT-2) instead of post-norm. Defaults to
             `False`.

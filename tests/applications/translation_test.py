@@ -461,3 +461,207 @@ def keras_ops_numpy(x):
     import keras
 
     return keras.ops.convert_to_numpy(x).astype("float32")
+
+
+PAIRS = list(zip(CORPUS[:4], CORPUS[4:8]))
+
+
+def test_sampled_segmentations_differ_and_decode_to_the_same_text(tokenizer):
+    sentences = CORPUS[:8]
+    best = translation.encode_sentences(tokenizer, sentences)
+    draws = [
+        translation.sample_sentences(tokenizer, sentences, 0.1, seed=seed)
+        for seed in range(4)
+    ]
+    for draw in draws:
+        assert all(ids[-1] == translation.END_ID for ids in draw)
+        texts = translation.decode_ids(tokenizer, [ids[:-1] for ids in draw])
+        assert texts == sentences
+    # Most sentences are split otherwise than by the best segmentation, and
+    # the draws differ from each other; the same seed draws the same.
+    assert sum(a != b for a, b in zip(draws[0], best)) >= 4
+    assert draws[0] != draws[1]
+    assert draws[0] == translation.sample_sentences(
+        tokenizer, sentences, 0.1, seed=0
+    )
+    # `nbest_size` limits the draw to the best segmentations.
+    two_best = translation.sample_sentences(
+        tokenizer, sentences, 0.1, nbest_size=2, seed=1
+    )
+    texts = translation.decode_ids(tokenizer, [ids[:-1] for ids in two_best])
+    assert texts == sentences
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"alpha": 0.0}, "Received: alpha=0.0"),
+        ({"alpha": 1.5}, "Received: alpha=1.5"),
+        ({"nbest_size": 0}, "Received: nbest_size=0"),
+        ({"nbest_size": 1}, "Received: nbest_size=1"),
+    ],
+)
+def test_sampling_rejects_bad_settings(tokenizer, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        translation.sample_sentences(tokenizer, ["A man."], **kwargs)
+    with pytest.raises(ValueError, match=message):
+        translation.SampledBatches(
+            tokenizer, ["A man."], ["Ein Mann."], **kwargs
+        )
+
+
+def decoded_pairs(tokenizer, batch):
+    """The (source, target) texts of a batch of `make_batches`' layout."""
+    x, labels = batch
+    pairs = []
+    for source, target in zip(
+        np.asarray(x["encoder_token_ids"]), np.asarray(labels)
+    ):
+        source = [int(i) for i in source if i not in (0, translation.END_ID)]
+        target = [int(i) for i in target if i not in (0, translation.END_ID)]
+        pairs.append(tuple(translation.decode_ids(tokenizer, [source, target])))
+    return pairs
+
+
+def test_sampled_batches_draw_a_new_segmentation_every_epoch(tokenizer):
+    sources, targets = zip(*(PAIRS * 10))
+    options = dict(alpha=0.1, tokens_per_batch=256, max_length=64, seed=5)
+    batches = translation.SampledBatches(tokenizer, sources, targets, **options)
+    assert len(batches) > 1
+    epochs = [
+        list(batches.as_dataset(epochs=1, initial_epoch=e)) for e in range(3)
+    ]
+    assert all(len(epoch) == len(batches) for epoch in epochs)
+    # Every batch holds real pairs, whatever their segmentation.
+    for epoch in epochs:
+        for batch in epoch:
+            assert set(decoded_pairs(tokenizer, batch)) <= set(PAIRS)
+    ids = [
+        sorted(
+            tuple(row[row > 0].tolist())
+            for x, _ in epoch
+            for row in np.asarray(x["encoder_token_ids"])
+        )
+        for epoch in epochs
+    ]
+    assert ids[0] != ids[1] and ids[1] != ids[2]
+    # An endless stream started at epoch 1 (a resumed run) sees epoch 1.
+    again = translation.SampledBatches(tokenizer, sources, targets, **options)
+    stream = iter(again.as_dataset(epochs=None, initial_epoch=1))
+    for expected in epochs[1]:
+        got = next(stream)
+        np.testing.assert_array_equal(
+            got[0]["encoder_token_ids"], expected[0]["encoder_token_ids"]
+        )
+        np.testing.assert_array_equal(got[1], expected[1])
+
+
+def test_regularizer_flags_reach_the_model_and_the_loss():
+    sys.path.insert(0, os.path.abspath(APP))
+    try:
+        import train
+    finally:
+        sys.path.pop(0)
+    config, _ = train.parse_args([])
+    # Off by default.
+    assert (config.r_drop, config.sp_alpha) == (0.0, None)
+    assert (config.attention_dropout, config.activation_dropout) == (0, 0)
+    assert not isinstance(train.training_loss(config), train.losses.RDropLoss)
+    config, _ = train.parse_args(
+        [
+            "--recipe=tiny-4x128",
+            "--attention-dropout=0.1",
+            "--activation-dropout=0.2",
+            "--r-drop=0.7",
+            "--sp-alpha=0.1",
+            "--sp-nbest=64",
+            "--vocabulary-size=3000",
+            "--eval-splits=val",
+        ]
+    )
+    assert (config.sp_alpha, config.sp_nbest) == (0.1, 64)
+    assert config.vocabulary_size == 3000
+    assert train.eval_splits(config) == ("val",)
+    train.check_regularizers(config)
+    model = Transformer.from_preset(
+        config.preset, 50, **train.model_overrides(config)
+    )
+    block = model.decoder_blocks[0]
+    assert (block.dropout, block.attention_dropout) == (0.3, 0.1)
+    assert block.feedforward_activation_dropout.rate == 0.2
+    loss = train.training_loss(config)
+    assert isinstance(loss, train.losses.RDropLoss)
+    assert (loss.alpha, loss.loss.epsilon) == (0.7, 0.1)
+    # Bad values end the program with the value named.
+    for flags, message in (
+        (["--sp-alpha=1.5"], "alpha=1.5"),
+        (["--sp-alpha=0.1", "--sp-nbest=0"], "nbest_size=0"),
+        (["--activation-dropout=1.2"], "activation_dropout=1.2"),
+        (["--eval-splits=train"], "eval_splits='train'"),
+    ):
+        config, _ = train.parse_args(flags)
+        with pytest.raises(SystemExit, match=message):
+            train.check_regularizers(config)
+    with pytest.raises(SystemExit):
+        train.parse_args(["--r-drop=-1"])
+
+
+@pytest.mark.skipif(
+    not __import__("helpers").data_available(
+        "multi30k/raw/val.en.gz", "multi30k/raw/val.de.gz"
+    ),
+    reason="needs the data files multi30k/raw/val.{en,de}.gz",
+)
+def test_evaluate_scores_val_alone_with_averaged_checkpoints(tmp_path):
+    from keras_attention.utils import files
+
+    sys.path.insert(0, os.path.abspath(APP))
+    try:
+        import evaluate
+    finally:
+        sys.path.pop(0)
+    tokenizer = translation.train_tokenizer(
+        CORPUS,
+        vocabulary_size=60,
+        path=str(tmp_path / translation.TOKENIZER_FILE),
+    )
+    model = _tiny_translator(tokenizer, seed=1)
+    (tmp_path / "checkpoints").mkdir()
+    weights = []
+    for epoch in (1, 2, 3):
+        model.set_weights(
+            [
+                w + 0.01 * epoch
+                for w in _tiny_translator(tokenizer).get_weights()
+            ]
+        )
+        model.save_weights(
+            str(tmp_path / "checkpoints" / f"epoch-{epoch:03d}.weights.h5")
+        )
+        weights.append(model.get_weights())
+    files.atomic_save(model, str(tmp_path / "model.keras"))
+    out = tmp_path / "sweep" / "val_avg2.json"
+    evaluate.main(
+        [
+            f"--model-dir={tmp_path}",
+            "--splits=val",
+            "--limit=2",
+            "--beam-size=1",
+            "--average-last=2",
+            f"--output-json={out}",
+        ]
+    )
+    result = json.loads(out.read_text())
+    assert result["averaged_checkpoints"] == [
+        "epoch-002.weights.h5",
+        "epoch-003.weights.h5",
+    ]
+    assert (result["beam_size"], result["average_last"]) == (1, 2)
+    assert "bleu_tok_lc_val" in result and "chrf_val" in result
+    assert not any("test2016" in key for key in result)
+    # A sweep leaves the run's metrics.json alone.
+    assert not (tmp_path / "metrics.json").exists()
+    with pytest.raises(SystemExit):
+        evaluate.main([f"--model-dir={tmp_path}", "--splits=train"])
+    with pytest.raises(SystemExit, match="needs 5 epoch checkpoints"):
+        evaluate.main([f"--model-dir={tmp_path}", "--average-last=5"])

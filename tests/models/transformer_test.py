@@ -188,6 +188,8 @@ def test_presets_follow_the_paper():
         ({"hidden_dim": 10, "num_heads": 4}, "hidden_dim=10, num_heads=4"),
         ({"position": "rotary"}, "Received: position='rotary'"),
         ({"dropout": -0.1}, "Received: dropout=-0.1"),
+        ({"activation_dropout": 1.5}, "Received: activation_dropout=1.5"),
+        ({"attention_dropout": -1}, "Received: attention_dropout=-1"),
     ],
 )
 def test_bad_arguments_name_the_value(kwargs, message):
@@ -197,3 +199,127 @@ def test_bad_arguments_name_the_value(kwargs, message):
         Transformer(**config)
     with pytest.raises(ValueError, match="Received: preset='huge'"):
         Transformer.from_preset("huge", vocabulary_size=10)
+
+
+def test_dropout_rates_reach_the_layers_and_the_config():
+    model = tiny(dropout=0.2, attention_dropout=0.15, activation_dropout=0.05)
+    for block in model.encoder_blocks + model.decoder_blocks:
+        assert block.dropout == 0.2
+        assert block.feedforward_dropout.rate == 0.2
+        assert block.attention_dropout == 0.15
+        assert block.self_attention.dropout == 0.15
+        assert block.activation_dropout == 0.05
+        assert block.feedforward_activation_dropout.rate == 0.05
+    for block in model.decoder_blocks:
+        assert block.cross_attention.dropout == 0.15
+    config = model.get_config()
+    assert config["attention_dropout"] == 0.15
+    assert config["activation_dropout"] == 0.05
+    revived = reloaded(model)
+    assert revived.decoder_blocks[0].feedforward_activation_dropout.rate == 0.05
+    assert revived.encoder_blocks[0].self_attention.dropout == 0.15
+    # Off by default: no layer, so the weights and streams are unchanged.
+    plain = tiny()
+    assert plain.encoder_blocks[0].feedforward_activation_dropout is None
+    assert plain.get_config()["activation_dropout"] == 0.0
+    assert len(plain.variables) == len(tiny(activation_dropout=0.0).variables)
+
+
+def test_activation_dropout_acts_in_training_only():
+    x = inputs([[4, 5, 6, 0]], [[2, 7, 8]])
+    model = tiny(dropout=0.0, activation_dropout=0.5, seed=3)
+    inference = to_numpy(model(x, training=False))
+    plain = tiny(dropout=0.0, seed=3)
+    plain.set_weights(model.get_weights())
+    np.testing.assert_allclose(
+        inference, to_numpy(plain(x, training=False)), atol=1e-6
+    )
+    assert not np.allclose(to_numpy(model(x, training=True)), inference)
+    np.testing.assert_allclose(
+        to_numpy(plain(x, training=True)), inference, atol=1e-6
+    )
+
+
+def numpy_log_softmax(logits):
+    logits = np.float64(logits)
+    shifted = logits - logits.max(-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+
+
+def numpy_cross_entropy(labels, logits):
+    log_probs = numpy_log_softmax(logits)
+    picked = np.take_along_axis(log_probs, labels[..., None], -1)[..., 0]
+    return -picked[labels != 0].mean()
+
+
+def numpy_symmetric_kl(labels, logits_1, logits_2):
+    log_p, log_q = numpy_log_softmax(logits_1), numpy_log_softmax(logits_2)
+    value = 0.5 * ((np.exp(log_p) - np.exp(log_q)) * (log_p - log_q)).sum(-1)
+    return value[labels != 0].mean()
+
+
+def test_r_drop_compute_loss_runs_a_second_pass():
+    # Without dropout the second pass gives the clean logits, so the loss
+    # of given first-pass logits is known in closed form.
+    x = inputs([[4, 5, 6, 0], [7, 8, 0, 0]], [[2, 9, 10, 11], [2, 12, 0, 0]])
+    labels = np.array([[9, 10, 11, 3], [12, 3, 0, 0]])
+    model = tiny(dropout=0.0)
+    alpha = 0.8
+    model.compile(
+        optimizer="adam",
+        loss=keras_attention.losses.RDropLoss(
+            keras_attention.losses.LabelSmoothedSparseCategoricalCrossentropy(
+                epsilon=0.0
+            ),
+            alpha=alpha,
+        ),
+    )
+    clean = to_numpy(model(x, training=False))
+    first = clean + np.random.default_rng(0).normal(size=clean.shape)
+    first = first.astype("float32")
+    loss = model.compute_loss(x, labels, first, training=True)
+    expected = 0.5 * (
+        numpy_cross_entropy(labels, first) + numpy_cross_entropy(labels, clean)
+    ) + alpha * numpy_symmetric_kl(labels, first, clean)
+    assert float(loss) == pytest.approx(expected, rel=1e-4)
+    # Evaluation: the wrapped loss of the one pass.
+    loss = model.compute_loss(x, labels, first, training=False)
+    assert float(loss) == pytest.approx(
+        numpy_cross_entropy(labels, first), rel=1e-4
+    )
+
+
+def test_r_drop_trains_on_two_passes_with_different_masks():
+    x = inputs([[4, 5, 6, 0], [7, 8, 0, 0]], [[2, 9, 10, 11], [2, 12, 0, 0]])
+    labels = np.array([[9, 10, 11, 3], [12, 3, 0, 0]])
+    model = tiny(dropout=0.3, seed=1, num_layers=1)
+    loss = keras_attention.losses.RDropLoss(
+        keras_attention.losses.LabelSmoothedSparseCategoricalCrossentropy(),
+        alpha=1.0,
+    )
+    passes = []
+    two_pass_loss = loss.two_pass_loss
+
+    def spy(compute_loss, y, logits_1, logits_2, sample_weight):
+        passes.append((to_numpy(logits_1), to_numpy(logits_2)))
+        return two_pass_loss(compute_loss, y, logits_1, logits_2, sample_weight)
+
+    loss.two_pass_loss = spy
+    model.compile(optimizer="adam", loss=loss)
+    # The second pass, run inside `compute_loss`, drops other units.
+    value = model.compute_loss(
+        x, labels, model(x, training=True), training=True
+    )
+    assert np.isfinite(float(value))
+    assert len(passes) == 1
+    first, second = passes[0]
+    assert first.shape == second.shape == (2, 4, 23)
+    assert not np.allclose(first, second)
+    # A training step of this backend's trainer (eager: compiling it
+    # would cost the suite more than it checks).
+    loss.two_pass_loss = two_pass_loss
+    model.compile(optimizer="adam", loss=loss, run_eagerly=True)
+    before = [to_numpy(w) for w in model.trainable_weights]
+    assert np.isfinite(model.train_on_batch(x, labels))
+    after = [to_numpy(w) for w in model.trainable_weights]
+    assert any(not np.allclose(a, b) for a, b in zip(before, after))
