@@ -18,6 +18,26 @@ Usage:
         --model-file last.keras
 """
 
+import os
+
+# A quiet start: TensorFlow's C++ start-up log (CUDA probes, CPU features)
+# is noise to a user. TF_CPP_MIN_LOG_LEVEL=3 quiets TensorFlow's own lines;
+# the absl lines written while its libraries load ignore every setting, so
+# stderr is closed while TensorFlow loads (a failed import still raises).
+# A TF_CPP_MIN_LOG_LEVEL set by the user keeps everything.
+if "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    _stderr, _null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(_null, 2)
+    try:
+        import tensorflow  # noqa: F401
+    except ImportError:
+        pass  # a backend without TensorFlow
+    finally:
+        os.dup2(_stderr, 2)
+        os.close(_stderr)
+        os.close(_null)
+
 import argparse
 import json
 import sys
@@ -91,7 +111,7 @@ def main(argv=None):
         print(f"{key}: {shown}")
     if args.json_out:
         with open(args.json_out, "w") as f:
-            json.dump(result, f, indent=2)
+            json.dump(runs.strict_json(result), f, indent=2, allow_nan=False)
             f.write("\n")
     return result
 

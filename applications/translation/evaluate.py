@@ -20,9 +20,28 @@ directory, translates test2016 and test2017 with beam search, and writes
   second).
 """
 
+import os
+
+# A quiet start: TensorFlow's C++ start-up log (CUDA probes, CPU features)
+# is noise to a user. TF_CPP_MIN_LOG_LEVEL=3 quiets TensorFlow's own lines;
+# the absl lines written while its libraries load ignore every setting, so
+# stderr is closed while TensorFlow loads (a failed import still raises).
+# A TF_CPP_MIN_LOG_LEVEL set by the user keeps everything.
+if "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    _stderr, _null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(_null, 2)
+    try:
+        import tensorflow  # noqa: F401
+    except ImportError:
+        pass  # a backend without TensorFlow
+    finally:
+        os.dup2(_stderr, 2)
+        os.close(_stderr)
+        os.close(_null)
+
 import argparse
 import json
-import os
 import time
 
 import keras
@@ -134,10 +153,14 @@ def write_metrics(model_dir, results, merge=False):
             "preset",
             "backend",
             "epochs",
+            "epochs_planned",
             "steps",
+            "stopped_by_time_limit",
         ):
             if key in info:
                 metrics[key] = info[key]
+        if info.get("notes"):
+            metrics["notes"] = dict(metrics.get("notes") or {}, **info["notes"])
     metrics.update(results)
     path = runs.write_metrics(model_dir, metrics, sort_keys=True)
     print(f"Wrote {path}")

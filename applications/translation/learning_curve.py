@@ -19,9 +19,28 @@ k-th epoch (the last always). `--dtype float32` decodes in float32 what was
 trained under a mixed policy (default: the policy the run was trained in).
 """
 
+import os
+
+# A quiet start: TensorFlow's C++ start-up log (CUDA probes, CPU features)
+# is noise to a user. TF_CPP_MIN_LOG_LEVEL=3 quiets TensorFlow's own lines;
+# the absl lines written while its libraries load ignore every setting, so
+# stderr is closed while TensorFlow loads (a failed import still raises).
+# A TF_CPP_MIN_LOG_LEVEL set by the user keeps everything.
+if "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    _stderr, _null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(_null, 2)
+    try:
+        import tensorflow  # noqa: F401
+    except ImportError:
+        pass  # a backend without TensorFlow
+    finally:
+        os.dup2(_stderr, 2)
+        os.close(_stderr)
+        os.close(_null)
+
 import argparse
 import json
-import os
 import re
 import sys
 import time
@@ -147,7 +166,8 @@ def run_curve(run_dir, args):
 
 
 def _write_json(path, values):
-    files.atomic_write_text(path, json.dumps(values, indent=2) + "\n")
+    text = json.dumps(runs.strict_json(values), indent=2, allow_nan=False)
+    files.atomic_write_text(path, text + "\n")
 
 
 def run_label(info):
