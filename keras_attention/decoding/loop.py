@@ -56,13 +56,7 @@ def compile_search(model, settings, factory, jit_compile=False):
         import tensorflow as tf
 
         # `None` (not `False`) leaves tensorflow's own XLA settings alone.
-        # Batches of new widths (sources sorted by length) reuse a trace
-        # with that axis left unknown instead of retracing each time.
-        traced = tf.function(
-            fn,
-            jit_compile=True if jit_compile else None,
-            reduce_retracing=True,
-        )
+        traced = tf.function(fn, jit_compile=True if jit_compile else None)
 
         def compiled(*inputs):
             # Traced without XLA, the steps write with the core op
