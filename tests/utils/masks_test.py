@@ -37,12 +37,21 @@ def test_kept_keras_masks_puts_the_mask_back():
 
 
 def test_attention_on_masked_inputs_does_not_warn():
-    x = masked_embeddings()
+    # Inside a compiled `predict` the inputs are traced tensors (on jax,
+    # tracers that take no attributes, whose masks Keras keeps by id).
+    tokens = keras.Input((None,), dtype="int32")
+    x = keras.layers.Embedding(5, 8, mask_zero=True)(tokens)
+    y = layers.MultiHeadAttention(num_heads=2, key_dim=4)(x, x)
+    model = keras.Model(tokens, y)
+    ids = np.array([[3, 1, 0, 0], [2, 2, 2, 0]])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        y = layers.MultiHeadAttention(num_heads=2, key_dim=4)(x, x)
+        model.predict(ids, verbose=0)
+        eager = layers.MultiHeadAttention(num_heads=2, key_dim=4)
+        x = masked_embeddings()
+        out = eager(x, x)
     # The output carries the query's mask.
     np.testing.assert_array_equal(
-        keras.ops.convert_to_numpy(keras_mask(y)),
+        keras.ops.convert_to_numpy(keras_mask(out)),
         [[True, True, False, False], [True, True, True, False]],
     )
