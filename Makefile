@@ -5,6 +5,11 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# `make demo` alone installs only what the demo runs (DEMO_EXTRAS).
+DEMO_STAMP := $(VENV)/.demo-installed
+# The translation demo on the tensorflow backend: TensorFlow (tf.data),
+# keras-hub and sentencepiece (tokenizer), sacrebleu and sacremoses (BLEU).
+DEMO_EXTRAS := applications
 BACKENDS ?= tensorflow jax torch
 # tensorflow ran the fast subset about 5 times faster than jax on the 2-core
 # machine; CONTRIBUTING.md has the timings.
@@ -30,8 +35,15 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[all,tests,docs]"
 	touch $(STAMP)
 
-demo: $(STAMP)
-	$(PY) applications/translation/train.py --demo
+# Only the demo's extras, unless everything is installed already.
+$(DEMO_STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[$(DEMO_EXTRAS)]"
+	touch $(DEMO_STAMP)
+
+demo: $(if $(wildcard $(STAMP)),$(STAMP),$(DEMO_STAMP))
+	KERAS_BACKEND=$(or $(KERAS_BACKEND),tensorflow) $(PY) applications/translation/train.py --demo
 
 # --durations: each backend's log names its slowest tests, to keep the CI
 # run's time in view.

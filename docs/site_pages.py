@@ -10,6 +10,8 @@
   that saves a figure, that figure where `docs/figures/` has it;
 - one API reference page per public module (`API_MODULES`), listing the
   names of the module's `__all__` for mkdocstrings;
+- the package version in every page's footer, read from
+  `keras_attention/version.py`;
 - the navigation, so that a new tutorial, application or public name shows
   up without editing `mkdocs.yml`: the home page, then the usage and
   results pages of `docs/` (`FRONT_PAGES`), tutorials, applications, the
@@ -228,7 +230,22 @@ def _title(markdown, default):
 _state = {}
 
 
+def package_version():
+    """`keras_attention/version.py`'s version, read without importing the
+    package (the build needs no backend)."""
+    tree = ast.parse((ROOT / "keras_attention" / "version.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            getattr(target, "id", None) == "__version__"
+            for target in node.targets
+        ):
+            return ast.literal_eval(node.value)
+    raise ValueError("keras_attention/version.py sets no __version__")
+
+
 def on_config(config):
+    # The version in every page's footer, from the one place it is written.
+    config["copyright"] = f"keras_attention {package_version()}"
     pages = repository_pages()
     titles = {}
     for repo_path, uri in pages.items():

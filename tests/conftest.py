@@ -27,6 +27,8 @@ SLOW = (
     # Ctrl-C during a --smoke training, then the same command resumes it.
     "tests/reliability/interrupt_test.py",
     "tests/tutorials_test.py",  # every tutorial, top to bottom
+    # The README's examples as written: fit 5 epochs, SavedModel export.
+    "tests/readme_test.py::test_readme_examples_run_without_warnings",
     "tests/export/",  # SavedModel and ONNX exports, serving processes
     "tests/distribute/mixed_precision_test.py",  # 50-step trainings
     "tests/distribute/multi_worker_test.py",  # two worker processes

@@ -37,9 +37,14 @@ Figures are written to the folder given by `--output-dir` (default
 `tutorial_outputs/`).
 """
 
+import os
+
+# TensorFlow's C++ start-up log (CUDA probes, CPU features) is noise to a
+# user; a TF_CPP_MIN_LOG_LEVEL set by the user wins.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
 import argparse
 import json
-import os
 import subprocess
 import sys
 

@@ -25,8 +25,13 @@ depends only on k. This walkthrough plots the encoding and checks that
 property numerically, then compares it with learned positions.
 """
 
-import argparse
 import os
+
+# TensorFlow's C++ start-up log (CUDA probes, CPU features) is noise to a
+# user; a TF_CPP_MIN_LOG_LEVEL set by the user wins.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import argparse
 
 import matplotlib
 import numpy as np

@@ -55,8 +55,13 @@ Data comes from `keras_attention.data` (`--data-dir` or
 tutorial trains on a few built-in pairs with random word vectors.
 """
 
-import argparse
 import os
+
+# TensorFlow's C++ start-up log (CUDA probes, CPU features) is noise to a
+# user; a TF_CPP_MIN_LOG_LEVEL set by the user wins.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import argparse
 import warnings
 
 import keras

@@ -42,8 +42,13 @@ works, the tutorial falls back to a few built-in sentence pairs, so it still
 runs from top to bottom.
 """
 
-import argparse
 import os
+
+# TensorFlow's C++ start-up log (CUDA probes, CPU features) is noise to a
+# user; a TF_CPP_MIN_LOG_LEVEL set by the user wins.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import argparse
 import time
 
 import keras

@@ -15,9 +15,13 @@ Usage:
         --split test --examples 0 5 --data-dir DATA
 """
 
-import contextlib
 import os
 import sys
+
+# Before anything imports TensorFlow: a quiet start (quiet_start.py).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import quiet_start  # noqa: E402, F401, I001
+import contextlib
 
 import numpy as np
 

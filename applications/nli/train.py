@@ -41,8 +41,14 @@ and `--jit-compile`, as in the translation application (see
 docs/distributed_training.md).
 """
 
-import dataclasses
 import os
+import sys
+
+# Before anything imports TensorFlow: a quiet start (quiet_start.py).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import quiet_start  # noqa: E402, F401, I001
+
+import dataclasses
 
 import keras
 

@@ -18,9 +18,13 @@ Usage:
         --model-file last.keras
 """
 
-import json
 import os
 import sys
+
+# Before anything imports TensorFlow: a quiet start (quiet_start.py).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import quiet_start  # noqa: E402, F401, I001
+import json
 
 import numpy as np
 from scipy import stats
@@ -108,7 +112,7 @@ def evaluate_run(args):
         print(f"{key}: {shown}")
     if args.json_out:
         with open(args.json_out, "w") as f:
-            json.dump(result, f, indent=2)
+            json.dump(runs.strict_json(result), f, indent=2, allow_nan=False)
             f.write("\n")
     return result
 

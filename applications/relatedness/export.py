@@ -12,6 +12,12 @@ are cut to `--max-length` words (default: the run's `max_length`). See
 the Serving section of `applications/translation/README.md`.
 """
 
+import os
+import sys
+
+# Before anything imports TensorFlow: a quiet start (quiet_start.py).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import quiet_start  # noqa: E402, F401, I001
 from keras_attention import export
 from keras_attention.training import cli
 from keras_attention.training import runs

@@ -28,8 +28,13 @@ directory, translates test2016 and test2017 with beam search, and writes
   second).
 """
 
-import json
 import os
+import sys
+
+# Before anything imports TensorFlow: a quiet start (quiet_start.py).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import quiet_start  # noqa: E402, F401, I001
+import json
 import time
 
 import keras
@@ -146,10 +151,14 @@ def write_metrics(model_dir, results, merge=False):
             "preset",
             "backend",
             "epochs",
+            "epochs_planned",
             "steps",
+            "stopped_by_time_limit",
         ):
             if key in info:
                 metrics[key] = info[key]
+        if info.get("notes"):
+            metrics["notes"] = dict(metrics.get("notes") or {}, **info["notes"])
     metrics.update(results)
     path = runs.write_metrics(model_dir, metrics, sort_keys=True)
     print(f"Wrote {path}")

@@ -14,6 +14,12 @@ SentencePiece tokenizer, beam search (`serving_default`) and greedy search
 sentence; TF Serving on CPU then needs `--xla_cpu_compilation_enabled=true`).
 """
 
+import os
+import sys
+
+# Before anything imports TensorFlow: a quiet start (quiet_start.py).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import quiet_start  # noqa: E402, F401, I001
 from keras_attention import export
 from keras_attention.data.translation import TOKENIZER_FILE
 from keras_attention.training import cli

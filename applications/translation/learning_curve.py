@@ -19,10 +19,14 @@ k-th epoch (the last always). `--dtype float32` decodes in float32 what was
 trained under a mixed policy (default: the policy the run was trained in).
 """
 
-import json
 import os
-import re
 import sys
+
+# Before anything imports TensorFlow: a quiet start (quiet_start.py).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import quiet_start  # noqa: E402, F401, I001
+import json
+import re
 import time
 
 from keras_attention import data
@@ -151,7 +155,8 @@ def run_curve(run_dir, args):
 
 
 def _write_json(path, values):
-    files.atomic_write_text(path, json.dumps(values, indent=2) + "\n")
+    text = json.dumps(runs.strict_json(values), indent=2, allow_nan=False)
+    files.atomic_write_text(path, text + "\n")
 
 
 def run_label(info):

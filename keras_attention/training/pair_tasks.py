@@ -435,11 +435,14 @@ class TrainingTimer(keras.callbacks.Callback):
 
 class TimeLimit(keras.callbacks.Callback):
     """Stops training after the first epoch that ends past `seconds` of
-    this process's training (0: no limit)."""
+    this process's training (0: no limit). `stopped_early` says whether it
+    did: the run then trained as many epochs as the machine's speed
+    allowed, and its figures are not comparable with other runs."""
 
     def __init__(self, seconds):
         super().__init__()
         self.seconds = seconds
+        self.stopped_early = False
 
     def on_train_begin(self, logs=None):
         self.start = time.perf_counter()
@@ -447,8 +450,13 @@ class TimeLimit(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         elapsed = time.perf_counter() - self.start
         if self.seconds and elapsed > self.seconds:
-            print(f"Time limit reached after {elapsed / 60:.1f} minutes.")
+            print(
+                f"Time limit reached after {elapsed / 60:.1f} minutes, in "
+                f"epoch {epoch + 1}: the figures of this run depend on the "
+                "machine's speed and are not comparable with other runs."
+            )
             self.model.stop_training = True
+            self.stopped_early = True
 
 
 class KeepNewest(keras.callbacks.Callback):

@@ -19,9 +19,11 @@ leaves a half-written file that a later step or a resumed run would read.
 
 import dataclasses
 import json
+import math
 import os
 
 import keras
+import numpy as np
 
 from keras_attention.utils import files
 
@@ -32,15 +34,62 @@ VOCABULARY_FILE = "vocabulary.txt"
 TRAINING_FILE = "training.json"
 
 
+def strict_json(values):
+    """`values` with every NaN or infinite float replaced by `None`.
+
+    Strict JSON (RFC 8259) has no NaN or Infinity, and parsers other than
+    Python's reject them. Each value replaced is said in a `"notes"` entry
+    of the top-level dict, keyed by its path (`"a.b[2]"`), unless a note
+    for that path is already there (a producer's own reason wins).
+
+    Args:
+        values: a dict, or a dataclass, of JSON-able values (numpy scalars
+            are converted).
+
+    Returns:
+        A new dict; `values` is left as it is.
+    """
+    if dataclasses.is_dataclass(values) and not isinstance(values, type):
+        values = dataclasses.asdict(values)
+    notes = {}
+
+    def clean(value, path):
+        if isinstance(value, dict):
+            return {
+                k: clean(v, f"{path}.{k}" if path else str(k))
+                for k, v in value.items()
+            }
+        if isinstance(value, (list, tuple)):
+            return [clean(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        if isinstance(value, np.generic):
+            value = value.item()
+        if isinstance(value, float) and not math.isfinite(value):
+            notes[path] = (
+                f"{value} is not a number strict JSON can hold: written as null"
+            )
+            return None
+        return value
+
+    cleaned = clean(values, "")
+    if notes and isinstance(cleaned, dict):
+        given = cleaned.get("notes")
+        if isinstance(given, dict):
+            notes.update(given)
+        cleaned["notes"] = notes
+    return cleaned
+
+
 def write_json(run_dir, name, values, sort_keys=False):
-    """Writes `values` (a dict, or a dataclass) to `run_dir/name` as JSON.
+    """Writes `values` (a dict, or a dataclass) to `run_dir/name` as strict
+    JSON: a NaN or infinite number becomes `null` with a `"notes"` entry
+    saying so (`strict_json`).
 
     Returns:
         The path written.
     """
-    if dataclasses.is_dataclass(values) and not isinstance(values, type):
-        values = dataclasses.asdict(values)
-    text = json.dumps(values, indent=2, sort_keys=sort_keys)
+    text = json.dumps(
+        strict_json(values), indent=2, sort_keys=sort_keys, allow_nan=False
+    )
     return files.atomic_write_text(os.path.join(run_dir, name), text)
 
 

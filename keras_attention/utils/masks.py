@@ -21,11 +21,10 @@ def keras_mask(tensor):
 
 def drop_keras_masks(*tensors):
     """Detaches Keras masks from `tensors` (already read by the caller)."""
+    # Through Keras's accessor, not the attribute: where a tensor takes no
+    # attributes (jax arrays), Keras keeps the mask in a table by id.
     for tensor in tensors:
-        if (
-            tensor is not None
-            and getattr(tensor, "_keras_mask", None) is not None
-        ):
+        if keras_mask(tensor) is not None:
             set_keras_mask(tensor, None)
 
 

@@ -7,6 +7,7 @@ distribution to install instead of a bare `ModuleNotFoundError`.
 """
 
 import importlib
+import sys
 
 DISTRIBUTION = "keras-attention-layers"
 
@@ -29,6 +30,12 @@ def import_optional(module_name, extra, feature):
     Returns:
         The imported module.
     """
+    # A module already imported comes from `sys.modules`: inside a
+    # `tf.function`, AutoGraph would otherwise step into importlib and warn
+    # that it cannot convert `_gcd_import`.
+    module = sys.modules.get(module_name)
+    if module is not None:
+        return module
     try:
         return importlib.import_module(module_name)
     except ImportError as error:

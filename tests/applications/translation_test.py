@@ -221,6 +221,44 @@ def test_training_without_tensorboard_skips_its_logs(monkeypatch, capsys):
     assert "TensorBoard is not installed" in capsys.readouterr().out
 
 
+def import_train():
+    sys.path.insert(0, os.path.abspath(APP))
+    try:
+        import train
+    finally:
+        sys.path.pop(0)
+    return train
+
+
+def test_demo_trains_a_fixed_amount_of_work():
+    # The demo's result must not depend on the machine's speed: a number
+    # of epochs, no time limit, whatever flags a user adds for the output.
+    train = import_train()
+    config, options = train.parse_args(["--demo", "--seed", "3"])
+    assert options.demo
+    assert config.minutes == 0
+    assert config.epochs == train.DEMO["epochs"] == 2
+    assert config.seed == 3
+
+
+def test_throughput_is_a_number_whenever_a_step_ran():
+    train = import_train()
+    # Two full epochs of 10 steps, 1000 target tokens each, in 4 s.
+    assert train.target_throughput(1000, 10, [10, 10], [1.0, 3.0]) == (
+        500.0,
+        None,
+    )
+    # An epoch cut after 5 of 10 steps counts half its tokens, and says so.
+    speed, note = train.target_throughput(1000, 10, [10, 5], [2.0, 1.0])
+    assert speed == 500.0 and "estimated" in note
+    # Only a cut epoch (a time limit inside epoch 1): still a number.
+    speed, note = train.target_throughput(1000, 10, [3], [1.5])
+    assert speed == 200.0 and "estimated" in note
+    # A resumed run that had nothing left to train.
+    speed, note = train.target_throughput(1000, 10, [], [])
+    assert speed is None and "no training step" in note
+
+
 def test_recipe_tiny_4x128_is_the_published_configuration():
     sys.path.insert(0, os.path.abspath(APP))
     try:

@@ -107,3 +107,55 @@ def test_summary_lists_the_figures_the_time_and_the_files_written(tmp_path):
     assert runs.summary(str(tmp_path), {"r": 0.5}, None, names=()) == (
         "Done: r 0.5000."
     )
+
+
+def strict_load(text):
+    """`json.loads` that rejects NaN and Infinity, as strict parsers do."""
+
+    def reject(name):
+        raise ValueError(f"not strict JSON: {name}")
+
+    return json.loads(text, parse_constant=reject)
+
+
+def test_metrics_are_strict_json_with_a_note_per_missing_number(tmp_path):
+    runs.write_metrics(
+        tmp_path,
+        {
+            "tokens_per_second": float("nan"),
+            "loss": [0.5, float("inf")],
+            "nested": {"dev": np.float32("-inf"), "test": np.float64(0.25)},
+            "steps": np.int64(7),
+        },
+    )
+    values = strict_load((tmp_path / runs.METRICS_FILE).read_text())
+    assert values["tokens_per_second"] is None
+    assert values["loss"] == [0.5, None]
+    assert values["nested"] == {"dev": None, "test": 0.25}
+    assert values["steps"] == 7
+    assert set(values["notes"]) == {
+        "tokens_per_second",
+        "loss[1]",
+        "nested.dev",
+    }
+    assert "nan" in values["notes"]["tokens_per_second"]
+    assert "null" in values["notes"]["loss[1]"]
+
+
+def test_a_producer_s_own_note_wins(tmp_path):
+    metrics = {
+        "tokens_per_second": float("nan"),
+        "notes": {"tokens_per_second": "no training step ran"},
+    }
+    runs.write_metrics(tmp_path, metrics)
+    values = strict_load((tmp_path / runs.METRICS_FILE).read_text())
+    assert values["notes"] == {"tokens_per_second": "no training step ran"}
+    # The caller's dict is left as it was.
+    assert np.isnan(metrics["tokens_per_second"])
+
+
+def test_finite_metrics_are_written_without_notes(tmp_path):
+    runs.write_metrics(tmp_path, {"bleu": 12.5})
+    assert strict_load((tmp_path / runs.METRICS_FILE).read_text()) == {
+        "bleu": 12.5
+    }
