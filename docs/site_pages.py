@@ -56,6 +56,7 @@ API_MODULES = (
     "metrics",
     "callbacks",
     "checkpoints",
+    "presets",
     "decoding",
     "data",
     "export",
@@ -63,6 +64,7 @@ API_MODULES = (
     "saving",
     "visualization",
     "testing",
+    "compat.keras_hub.layers",
 )
 # Pages of docs/ placed right after the home page, and after the
 # changelog; the other pages of docs/ are guides.
@@ -190,7 +192,7 @@ def tutorial_markdown(path):
 
 def public_names(module):
     """The names of `keras_attention.<module>.__all__`, read without import."""
-    package = ROOT / "keras_attention" / module
+    package = ROOT / "keras_attention" / module.replace(".", "/")
     path = package / "__init__.py" if package.is_dir() else package
     if not path.suffix:
         path = path.with_suffix(".py")

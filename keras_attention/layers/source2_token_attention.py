@@ -6,6 +6,7 @@ from keras_attention.utils.dtypes import floating_inputs
 from keras_attention.utils.initializers import clone_initializer
 from keras_attention.utils.masks import drop_keras_masks
 from keras_attention.utils.validation import check_mask
+from keras_attention.utils.validation import check_positive_int
 from keras_attention.utils.validation import check_rank
 from keras_attention.utils.validation import static_shape
 
@@ -69,15 +70,7 @@ class Source2TokenAttention(keras.layers.Layer):
         bias_initializer="zeros",
         **kwargs,
     ):
-        if hidden_dim is not None and (
-            isinstance(hidden_dim, bool)
-            or not isinstance(hidden_dim, int)
-            or hidden_dim <= 0
-        ):
-            raise ValueError(
-                "Argument `hidden_dim` must be a positive integer or None. "
-                f"Received: hidden_dim={hidden_dim!r}"
-            )
+        check_positive_int("hidden_dim", hidden_dim, allow_none=True)
         super().__init__(**kwargs)
         self.hidden_dim = hidden_dim
         self.kernel_initializer = keras.initializers.get(kernel_initializer)

@@ -594,7 +594,7 @@ def test_sampled_batches_draw_a_new_segmentation_every_epoch(tokenizer):
         np.testing.assert_array_equal(got[1], expected[1])
 
 
-def test_regularizer_flags_reach_the_model_and_the_loss():
+def test_regularizer_flags_reach_the_model_and_the_loss(capsys):
     sys.path.insert(0, os.path.abspath(APP))
     try:
         import train
@@ -634,14 +634,17 @@ def test_regularizer_flags_reach_the_model_and_the_loss():
     for flags, message in (
         (["--sp-alpha=1.5"], "alpha=1.5"),
         (["--sp-alpha=0.1", "--sp-nbest=0"], "nbest_size=0"),
-        (["--activation-dropout=1.2"], "activation_dropout=1.2"),
         (["--eval-splits=train"], "eval_splits='train'"),
     ):
         config, _ = train.parse_args(flags)
         with pytest.raises(SystemExit, match=message):
             train.check_regularizers(config)
-    with pytest.raises(SystemExit):
-        train.parse_args(["--r-drop=-1"])
+    # Out-of-range rates are refused while the flags are parsed.
+    for flag in ("--r-drop=-1", "--activation-dropout=1.2"):
+        with pytest.raises(SystemExit) as exit_info:
+            train.parse_args([flag])
+        assert exit_info.value.code == 2
+        assert flag.split("=")[0] in capsys.readouterr().err
 
 
 @pytest.mark.skipif(
@@ -650,7 +653,7 @@ def test_regularizer_flags_reach_the_model_and_the_loss():
     ),
     reason="needs the data files multi30k/raw/val.{en,de}.gz",
 )
-def test_evaluate_scores_val_alone_with_averaged_checkpoints(tmp_path):
+def test_evaluate_scores_val_alone_with_averaged_checkpoints(tmp_path, capsys):
     from keras_attention.utils import files
 
     sys.path.insert(0, os.path.abspath(APP))
@@ -701,5 +704,8 @@ def test_evaluate_scores_val_alone_with_averaged_checkpoints(tmp_path):
     assert not (tmp_path / "metrics.json").exists()
     with pytest.raises(SystemExit):
         evaluate.main([f"--model-dir={tmp_path}", "--splits=train"])
-    with pytest.raises(SystemExit, match="needs 5 epoch checkpoints"):
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
         evaluate.main([f"--model-dir={tmp_path}", "--average-last=5"])
+    assert exit_info.value.code == 2
+    assert "needs 5 epoch checkpoints" in capsys.readouterr().err
