@@ -19,6 +19,7 @@ from keras_attention.ops import from_stacked_cache
 from keras_attention.ops import to_stacked_cache
 from keras_attention.ops.key_value_cache import is_stacked_cache
 from keras_attention.utils.seeds import sub_seed
+from keras_attention.utils.untracked import Untracked
 from keras_attention.utils.validation import check_choice
 from keras_attention.utils.validation import check_positive_int
 from keras_attention.utils.validation import check_rate
@@ -172,6 +173,28 @@ class TransformerModelBase(keras.Model):
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)
+
+    @property
+    def tokenizer(self):
+        """The tokenizer `generate` reads and writes strings with, or
+        `None` (token ids only). A keras-hub-style tokenizer (`tokenize`,
+        `detokenize`); set it with `model.tokenizer = tokenizer`. It is
+        not part of the model's layers or weights: `.keras` files and
+        weight layouts are the same with and without it."""
+        holder = self.__dict__.get("_tokenizer_holder")
+        return None if holder is None else holder.value
+
+    def __setattr__(self, name, value):
+        if name == "tokenizer":
+            # Out of Keras's (and torch's) tracking: not a sublayer.
+            name, value = "_tokenizer_holder", Untracked(value)
+        super().__setattr__(name, value)
+
+    def output_kernel(self):
+        """The tied output projection `(F, V)`, for `decode_step(...,
+        output_kernel=...)`: the searches compute it once per search
+        (`output_kernel` below)."""
+        return output_kernel(self)
 
 
 def token_embedding(arguments, dtype):
