@@ -23,6 +23,7 @@ min_length=0, no_repeat_ngram_size=0, use_cache=True, prefill=True)
 
 import dataclasses
 import inspect
+import numbers
 
 from keras_attention.decoding.rules import Rules
 from keras_attention.decoding.rules import make_rules
@@ -168,8 +169,14 @@ class Sampling(Search):
     def __post_init__(self):
         super().__post_init__()
         check_sampling(self.temperature, self.top_k, self.top_p)
-        if self.seed is not None:
-            check_non_negative_int("seed", self.seed)
+        if self.seed is not None and (
+            isinstance(self.seed, bool)
+            or not isinstance(self.seed, numbers.Integral)
+        ):
+            raise ValueError(
+                f"Argument `seed` must be an int or None. Received: "
+                f"seed={self.seed!r}"
+            )
         object.__setattr__(self, "temperature", float(self.temperature))
 
     def traced(self):
