@@ -59,6 +59,8 @@ def test_a_seed_is_not_part_of_the_trace():
     spec = decoding.Sampling(top_k=3, seed=5)
     assert spec.traced() == decoding.Sampling(top_k=3)
     assert decoding.Greedy().traced() == decoding.Greedy()
+    # Any int seed, as `keras.random.uniform` takes it.
+    assert decoding.Sampling(seed=-3).traced() == decoding.Sampling()
 
 
 def test_output_length_and_ids():
