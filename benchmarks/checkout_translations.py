@@ -51,13 +51,17 @@ def worker(tree, run_dir, data_dir, beam_sizes, out_path):
     tokenizer = translation.load_tokenizer(
         os.path.join(run_dir, translation.TOKENIZER_FILE)
     )
+    try:  # keras_attention.decoding.translate since 0.2.0
+        from keras_attention.decoding import translate
+    except ImportError:  # an earlier tree: keras_attention.data.translate
+        translate = data.translate
     results = {}
     for split in SPLITS:
         sources, _ = data.load_multi30k(split, data_dir=data_dir)
         for beams in beam_sizes:
-            data.translate(model, tokenizer, sources[:64], beam_size=beams)
+            translate(model, tokenizer, sources[:64], beam_size=beams)
             start = time.perf_counter()
-            outputs = data.translate(model, tokenizer, sources, beam_size=beams)
+            outputs = translate(model, tokenizer, sources, beam_size=beams)
             results[f"{split}/beam{beams}"] = {
                 "seconds": time.perf_counter() - start,
                 "outputs": outputs,

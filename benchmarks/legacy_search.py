@@ -6,8 +6,8 @@ The `K` best extensions by `log P / lp` fill the beam; a finished
 hypothesis keeps its slot with a fixed score, so once one has finished
 only `K - 1` keep growing, and a sentence ends when all `K` have finished.
 Same arguments and outputs as `beam_search`. It runs on the library's
-search internals (`keras_attention.decoding.settings`, `.state`, `.loop`,
-`.beam`).
+search internals (`keras_attention.decoding.specs`, `.settings`, `.state`,
+`.loop`, `.beam`).
 """
 
 from keras import ops
@@ -15,9 +15,9 @@ from keras import ops
 from keras_attention.decoding.beam import beam_start
 from keras_attention.decoding.loop import compile_search
 from keras_attention.decoding.settings import NEGATIVE
-from keras_attention.decoding.settings import check_sources
 from keras_attention.decoding.settings import continuations
 from keras_attention.decoding.settings import decoder_only
+from keras_attention.decoding.specs import Beam
 from keras_attention.decoding.state import next_token_log_probs
 from keras_attention.decoding.state import reorder_cache
 
@@ -36,10 +36,23 @@ def legacy_beam_search(
     jit_compile=False,
 ):
     """The 0.1 beam search; arguments and outputs of `beam_search`."""
-    ids = check_sources(model, encoder_token_ids, max_length)
-    settings = ("beam", start_id, end_id, max_extra_length, max_length)
-    settings += (use_cache, beam_size, float(alpha), "legacy")
-    run = compile_search(model, settings, legacy_beam_fn, jit_compile)
+    spec = Beam(
+        start_id=start_id,
+        end_id=end_id,
+        beam_size=beam_size,
+        alpha=alpha,
+        max_extra_length=max_extra_length,
+        max_length=max_length,
+        use_cache=use_cache,
+    )
+    ids = spec.check_inputs(model, encoder_token_ids)
+    # Kept apart from the library's beam search of the same spec.
+    run = compile_search(
+        model,
+        ("legacy", spec),
+        lambda model, key: legacy_beam_fn(model, key[1]),
+        jit_compile,
+    )
     tokens, scores = run(ids)
     return (tokens, scores) if return_scores else tokens
 
@@ -72,9 +85,14 @@ def constrain(log_probs, step, tokens, limits, prompt_ends, end_id, beams):
     return log_probs, ops.maximum(step + 1 - prompt_ends, 0), in_prompt
 
 
-def legacy_beam_fn(model, settings):
+def legacy_beam_fn(model, spec):
     """The search of release 0.1: finished hypotheses keep their slots."""
-    _, start_id, end_id, extra, _, use_cache, beams, alpha, _ = settings
+    end_id, extra, use_cache = (
+        spec.end_id,
+        spec.max_extra_length,
+        spec.use_cache,
+    )
+    beams, alpha = spec.beam_size, spec.alpha
     is_decoder_only = decoder_only(model)
 
     def penalty(lengths):
@@ -82,7 +100,7 @@ def legacy_beam_fn(model, settings):
 
     def run(encoder_token_ids):
         batch, length, limits, state, tokens, prompt_ends = beam_start(
-            model, encoder_token_ids, settings
+            model, encoder_token_ids, spec
         )
         # Only the first beam is live at the start, so the first step
         # expands one hypothesis, not K copies of it.
@@ -106,7 +124,7 @@ def legacy_beam_fn(model, settings):
                 model,
                 step,
                 tokens,
-                (self_cache,) + state[1:],
+                state._replace(self_cache=self_cache),
                 use_cache,
                 length,
             )
@@ -157,7 +175,7 @@ def legacy_beam_fn(model, settings):
         _, tokens, scores, finished, lengths, _ = ops.while_loop(
             cond,
             body,
-            (step, tokens, scores, finished, lengths, state[0]),
+            (step, tokens, scores, finished, lengths, state.self_cache),
         )
         normalized = scores / penalty(ops.maximum(lengths, 1))  # (B, K)
         best = ops.cast(ops.argmax(normalized, axis=1), "int32")  # (B,)

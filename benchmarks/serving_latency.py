@@ -10,7 +10,7 @@ the Python side on the backend chosen with `--backend`:
   On jax the export runs in a tensorflow-backend subprocess (the route
   of every model trained on jax); the SavedModel is then loaded in the
   benchmark's own process.
-- "python": `keras_attention.data.translate` (SentencePiece in Python,
+- "python": `keras_attention.decoding.translate` (SentencePiece in Python,
   `keras_attention.decoding.beam_search` traced with `tf.function` on
   tensorflow, compiled with `jax.jit` on jax, then detokenization), the
   path `applications/translation/evaluate.py` uses.

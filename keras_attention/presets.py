@@ -205,8 +205,12 @@ def set_tokenizer(model, tokenizer):
 class PresetMixin:
     """`save_to_preset` and `from_preset` for a registered model class.
 
-    The model carries its tokenizer in `tokenizer` (default `None`):
-    untracked, not part of the weights, saved with the preset.
+    The model carries its tokenizer in `tokenizer` (default `None`): a
+    keras-hub-style tokenizer (`tokenize`, `detokenize`) that `generate`
+    reads and writes strings with, set with `model.tokenizer = tokenizer`.
+    It is untracked: not one of the model's layers or weights, so `.keras`
+    files and weight layouts are the same with and without it; presets
+    save it with its assets.
     """
 
     tokenizer = UntrackedAttribute()

@@ -74,3 +74,91 @@ def test_the_check_sees_imports_inside_functions(tmp_path):
     )
     lazy = [n for n in imported_names(source) if is_forbidden(n)]
     assert lazy == ["keras_attention.training", "argparse"]
+
+
+def module_name(path):
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph():
+    """`{module: set of package modules it imports}`, counting imports
+    inside functions (lazy ones). `from a.b import c` is an edge to `a.b.c`
+    where that is a module, else to `a.b`; the packages above an imported
+    module (which Python initializes first) are not edges of their own,
+    or every `from keras_attention.x.y import z` would close a circle
+    through `keras_attention/__init__.py`."""
+    paths = sorted(PACKAGE.rglob("*.py"))
+    modules = {module_name(path) for path in paths}
+    graph = {}
+    for path in paths:
+        edges = set()
+        for name in imported_names(path):
+            if name in modules:
+                edges.add(name)
+        # `from a.b import c`: `a.b.c` when it is a module, else `a.b`.
+        for name in list(edges):
+            if any(e.startswith(name + ".") for e in edges):
+                edges.discard(name)
+        graph[module_name(path)] = edges - {module_name(path)}
+    return graph
+
+
+def find_cycle(graph):
+    """One import cycle of `graph` as a list of modules, or `None`."""
+    state = {}
+
+    def visit(node, trail):
+        state[node] = "open"
+        for target in sorted(graph.get(node, ())):
+            if state.get(target) == "open":
+                return trail[trail.index(target) :] + [target]
+            if target not in state:
+                found = visit(target, trail + [target])
+                if found:
+                    return found
+        state[node] = "done"
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node, [node])
+            if found:
+                return found
+    return None
+
+
+def test_the_package_import_graph_has_no_cycle():
+    graph = import_graph()
+    assert "keras_attention.decoding.greedy" in graph
+    assert len(graph) >= 50
+    cycle = find_cycle(graph)
+    assert cycle is None, " -> ".join(cycle)
+
+
+def test_the_cycle_check_counts_lazy_imports():
+    # A lazy import inside a function closes a circle as a top-level one.
+    graph = {
+        "keras_attention.a": {"keras_attention.b"},
+        "keras_attention.b": {"keras_attention.c"},
+        "keras_attention.c": set(),
+    }
+    assert find_cycle(graph) is None
+    graph["keras_attention.c"] = {"keras_attention.a"}
+    assert find_cycle(graph) == [
+        "keras_attention.a",
+        "keras_attention.b",
+        "keras_attention.c",
+        "keras_attention.a",
+    ]
+
+
+def test_the_graph_sees_an_import_inside_a_function(tmp_path):
+    # `imported_names` walks the whole tree: the lazy import of the old
+    # `translate` re-export would be an edge.
+    source = tmp_path / "lazy.py"
+    source.write_text(
+        "def __getattr__(name):\n"
+        "    from keras_attention.decoding.translate import translate\n"
+    )
+    assert "keras_attention.decoding.translate" in imported_names(source)

@@ -230,7 +230,7 @@ print(json.dumps(pair_request, indent=2))
 """
 ## Serving against Python decoding
 
-The same translator decoded from Python (`translation.translate`: the
+The same translator decoded from Python (`decoding.translate`: the
 tokenizer in Python, then `keras_attention.decoding.beam_search`, a traced
 `tf.function`) and from the SavedModel, beam 4, batch 1 and batch 6,
 alternating. On a model this small both take a few milliseconds; the
@@ -247,7 +247,7 @@ def serving(batch):
 
 
 def python(batch):
-    return translation.translate(
+    return decoding.translate(
         translator, tokenizer, batch, beam_size=4, batch_size=len(batch)
     )
 

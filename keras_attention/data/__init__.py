@@ -152,10 +152,12 @@ __all__ = [
 
 
 def __getattr__(name):
-    # `translate` lives in `keras_attention.decoding` (imported on first
-    # use: the data package never imports models or decoding).
+    # `translate` moved to `keras_attention.decoding` in 0.2.0; the data
+    # package imports neither models nor decoding.
     if name == "translate":
-        from keras_attention.decoding.translate import translate
-
-        return translate
+        raise AttributeError(
+            f"`{__name__}.translate` moved to "
+            "`keras_attention.decoding.translate` in 0.2.0 (same "
+            "arguments)."
+        )
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -44,7 +44,8 @@ References:
     https://arxiv.org/abs/1609.08144 (section 7).
 """
 
-import types
+from typing import Any
+from typing import NamedTuple
 
 import numpy as np
 from keras import ops
@@ -53,30 +54,64 @@ from keras_attention.decoding.greedy import greedy_fn
 from keras_attention.decoding.loop import compile_search
 from keras_attention.decoding.rules import banned_tokens
 from keras_attention.decoding.rules import is_end
-from keras_attention.decoding.rules import make_rules
 from keras_attention.decoding.settings import DEAD
 from keras_attention.decoding.settings import NEGATIVE
-from keras_attention.decoding.settings import check_sources
 from keras_attention.decoding.settings import continuations
 from keras_attention.decoding.settings import count_prompt_tokens
 from keras_attention.decoding.settings import decoder_only
 from keras_attention.decoding.settings import initial_tokens
 from keras_attention.decoding.settings import length_limits
-from keras_attention.decoding.settings import output_length
+from keras_attention.decoding.specs import Beam
+from keras_attention.decoding.specs import from_arguments
 from keras_attention.decoding.state import initial_state
 from keras_attention.decoding.state import log_normalizers
 from keras_attention.decoding.state import next_token_logits
 from keras_attention.decoding.state import prefill as prefill_cache
 from keras_attention.decoding.state import reorder_cache
 from keras_attention.ops.writes import slice_update
-from keras_attention.utils.validation import check_positive_int
+
+
+class BeamStart(NamedTuple):
+    """What a beam search starts from (`beam_start`)."""
+
+    batch: Any  # B
+    length: int  # L
+    limits: Any  # (B, 1) tokens each sentence may produce
+    inputs: Any  # `decoding.state.StepInputs`, tiled across the beams
+    tokens: Any  # (B * K, L + 1) the token buffers
+    prompt_ends: Any  # (B, 1) prompt lengths, or None (encoder-decoder)
+
+
+class BeamContext(NamedTuple):
+    """What every step of a beam search reads and no step changes."""
+
+    model: Any
+    spec: Any  # `Beam`
+    batch: Any  # B
+    length: int  # L
+    limits: Any  # (B, 1)
+    inputs: Any  # `decoding.state.StepInputs`
+    prompt_ends: Any  # (B, 1) or None
+    offsets: Any  # (B, 1) each sentence's first beam in the flat batch
+    longest_penalty: Any  # (B,) the penalty of the longest output
+
+
+class BeamLoop(NamedTuple):
+    """The loop state of a beam search, carried from step to step."""
+
+    step: Any  # int32 scalar
+    tokens: Any  # (B * K, L + 1) live hypotheses' buffers
+    alive_scores: Any  # (B, K) their log-probabilities
+    finished_tokens: Any  # (B, K, L + 1)
+    finished_scores: Any  # (B, K) their length-normalised scores
+    self_cache: Any  # the self-attention cache of the live hypotheses
 
 
 def beam_search(
     model,
     encoder_token_ids,
-    start_id,
-    end_id,
+    start_id=None,
+    end_id=None,
     beam_size=4,
     alpha=0.6,
     max_extra_length=50,
@@ -88,6 +123,7 @@ def beam_search(
     n_best=False,
     min_length=0,
     no_repeat_ngram_size=0,
+    spec=None,
 ):
     """Beam search with the GNMT length penalty `((5 + |Y|) / 6) ** alpha`,
     `K` live hypotheses, a finished set of `K` and an early stop (see the
@@ -106,20 +142,17 @@ def beam_search(
             Defaults to `4`.
         alpha: float. Length penalty exponent; `0` ranks by plain
             log-probability. Defaults to `0.6`.
-        max_extra_length: int. Defaults to `50`; see `greedy_search`.
-        max_length: int. Defaults to the model's `max_sequence_length`.
-        use_cache: bool. Use the decoder caches. Defaults to `True`.
         return_scores: bool. Also return the best hypotheses' normalized
             scores `(B,)`.
-        jit_compile: bool. XLA on tensorflow; see `greedy_search`.
-            Defaults to `False`.
-        prefill: bool. Feed a decoder-only model's prompts in one call;
-            see `greedy_search`. Defaults to `True`.
         n_best: bool. Return all `K` finished hypotheses, best first, with
             their scores: the search then runs until no live hypothesis can
             beat the `K`-th best finished one (the best one is the same).
             Defaults to `False`.
+        max_extra_length, max_length, use_cache, jit_compile, prefill,
         min_length, no_repeat_ngram_size: as for `greedy_search`.
+        spec: a `keras_attention.decoding.Beam` holding these options
+            instead (`start_id`, `end_id`, `return_scores` and
+            `jit_compile` may still come as arguments). Defaults to `None`.
 
     Returns:
         int32 tensor `(B, L)` of the best hypotheses (tokens after
@@ -128,91 +161,115 @@ def beam_search(
         tuple `(tokens, scores)`. With `n_best=True`, always the tuple
         `(tokens (B, K, L), scores (B, K))`, sorted by score.
     """
-    check_positive_int("beam_size", beam_size)
-    if not isinstance(alpha, (int, float)) or alpha < 0:
-        raise ValueError(
-            f"Argument `alpha` must be a number >= 0. Received: alpha={alpha!r}"
-        )
-    ids = check_sources(model, encoder_token_ids, max_length)
-    rules = make_rules(end_id, min_length, no_repeat_ngram_size)
-    common = (start_id, rules, max_extra_length, max_length, use_cache)
-    if beam_size == 1:
-        settings = ("greedy",) + common + (bool(prefill),)
-        run = compile_search(model, settings, greedy_fn, jit_compile)
-        tokens, log_probs, lengths = run(ids)
-        lengths = ops.cast(ops.maximum(lengths, 1), "float32")
-        scores = log_probs / ops.power((5.0 + lengths) / 6.0, float(alpha))
-        if n_best:
-            tokens, scores = tokens[:, None], scores[:, None]
+    spec = from_arguments(
+        Beam,
+        spec,
+        beam_search,
+        start_id,
+        end_id,
+        beam_size=beam_size,
+        alpha=alpha,
+        max_extra_length=max_extra_length,
+        max_length=max_length,
+        use_cache=use_cache,
+        prefill=prefill,
+        n_best=n_best,
+        min_length=min_length,
+        no_repeat_ngram_size=no_repeat_ngram_size,
+    )
+    ids = spec.check_inputs(model, encoder_token_ids)
+    if spec.beam_size == 1:
+        tokens, scores = beam_of_one(model, ids, spec, jit_compile)
     else:
-        settings = ("beam",) + common + (beam_size, float(alpha))
-        settings += (bool(prefill), bool(n_best))
-        run = compile_search(model, settings, beam_fn, jit_compile)
+        run = compile_search(model, spec, beam_fn, jit_compile)
         tokens, scores = run(ids)
-    return (tokens, scores) if return_scores or n_best else tokens
+    return (tokens, scores) if return_scores or spec.n_best else tokens
 
 
-def beam_fn(model, settings):
-    """The beam search for `settings`: `run(encoder_token_ids)` ->
-    `(best tokens, their scores)`."""
-    extra, beams, alpha = settings[3], settings[6], settings[7]
+def beam_of_one(model, ids, spec, jit_compile):
+    """A beam of one is greedy search: its `(tokens, scores)`."""
+    run = compile_search(model, spec.as_greedy(), greedy_fn, jit_compile)
+    tokens, log_probs, lengths = run(ids)
+    lengths = ops.cast(ops.maximum(lengths, 1), "float32")
+    scores = log_probs / ops.power((5.0 + lengths) / 6.0, spec.alpha)
+    if spec.n_best:
+        tokens, scores = tokens[:, None], scores[:, None]
+    return tokens, scores
+
+
+def beam_fn(model, spec):
+    """The beam search for `spec`: `run(encoder_token_ids)` -> `(best
+    tokens, their scores)`."""
+    beams = spec.beam_size
 
     def run(encoder_token_ids):
-        batch, length, limits, state, tokens, prompt_ends = beam_start(
-            model, encoder_token_ids, settings
+        start = beam_start(model, encoder_token_ids, spec)
+        batch, length, prompt_ends = (
+            start.batch,
+            start.length,
+            start.prompt_ends,
         )
-        longest = limits if prompt_ends is None else limits - prompt_ends
-        state, first_step = prefill_cache(
-            model, encoder_token_ids, tokens, state, settings[5], settings[-2]
+        longest = start.limits
+        if prompt_ends is not None:
+            longest = start.limits - prompt_ends
+        inputs, first_step = prefill_cache(
+            model,
+            encoder_token_ids,
+            start.tokens,
+            start.inputs,
+            spec.use_cache,
+            spec.prefill,
         )
-        context = types.SimpleNamespace(
+        context = BeamContext(
             model=model,
-            settings=settings,
+            spec=spec,
             batch=batch,
             length=length,
-            limits=limits,
-            state=state,
+            limits=start.limits,
+            inputs=inputs,
             prompt_ends=prompt_ends,
-            # (B, 1) offsets of each sentence's first beam in the flat batch.
             offsets=ops.expand_dims(
                 ops.arange(batch, dtype="int32") * beams, 1
             ),
             # The bound on what a live hypothesis can still reach uses the
             # longest output's penalty (see the module docstring).
-            longest_penalty=length_penalty(longest, alpha)[:, 0],  # (B,)
+            longest_penalty=length_penalty(longest, spec.alpha)[:, 0],
         )
         # Only the first beam is live at the start, so the first step
         # expands one hypothesis, not K copies of it.
         first = ops.cast(ops.equal(ops.arange(beams), 0), "float32")
-        alive_scores = ops.tile(
-            ops.expand_dims((1.0 - first) * NEGATIVE, 0), (batch, 1)
-        )  # (B, K) log-probabilities
-        loop = (
-            ops.convert_to_tensor(first_step, "int32"),
-            tokens,
-            alive_scores,
-            ops.zeros((batch, beams, length + 1), "int32"),  # finished
-            ops.full((batch, beams), NEGATIVE, "float32"),  # their scores
-            state[0],
+        loop = BeamLoop(
+            step=ops.convert_to_tensor(first_step, "int32"),
+            tokens=start.tokens,
+            alive_scores=ops.tile(
+                ops.expand_dims((1.0 - first) * NEGATIVE, 0), (batch, 1)
+            ),
+            finished_tokens=ops.zeros((batch, beams, length + 1), "int32"),
+            finished_scores=ops.full((batch, beams), NEGATIVE, "float32"),
+            self_cache=inputs.self_cache,
         )
-        _, _, _, finished_tokens, finished_scores, _ = ops.while_loop(
-            lambda *loop: beam_continues(context, *loop),
-            lambda *loop: beam_step(context, *loop),
-            loop,
+        loop = BeamLoop(
+            *ops.while_loop(
+                lambda *loop: beam_continues(context, BeamLoop(*loop)),
+                lambda *loop: tuple(beam_step(context, BeamLoop(*loop))),
+                tuple(loop),
+            )
         )
-        if not settings[-1]:  # the best hypothesis only
+        finished_tokens = loop.finished_tokens
+        finished_scores = loop.finished_scores
+        if not spec.n_best:  # the best hypothesis only
             finished_tokens = finished_tokens[:, :1]
             finished_scores = finished_scores[:, :1]
         kept = ops.shape(finished_tokens)[1]
         flat = ops.reshape(finished_tokens, (batch * kept, length + 1))
         if prompt_ends is not None:
-            width = min(max(extra, 1), length)
+            width = min(max(spec.max_extra_length, 1), length)
             ends = ops.repeat(prompt_ends[:, 0], kept, axis=0)
             flat = continuations(flat, ends, width, length)
         else:
             flat = flat[:, 1:]
         tokens = ops.reshape(flat, (batch, kept, -1))
-        if not settings[-1]:
+        if not spec.n_best:
             return tokens[:, 0], finished_scores[:, 0]
         return tokens, finished_scores
 
@@ -224,25 +281,26 @@ def length_penalty(lengths, alpha):
     return ops.power((5.0 + ops.cast(lengths, "float32")) / 6.0, alpha)
 
 
-def beam_continues(context, step, tokens, alive_scores, _, finished, cache):
+def beam_continues(context, loop):
     """Whether some sentence's live hypotheses can still beat its best
     finished one (its `K`-th best for the n-best), within the length."""
-    bound = ops.max(alive_scores, axis=1) / context.longest_penalty  # (B,)
-    rank = context.settings[6] - 1 if context.settings[-1] else 0
-    done = ops.greater(finished[:, rank], bound)
+    bound = ops.max(loop.alive_scores, axis=1) / context.longest_penalty
+    rank = context.spec.beam_size - 1 if context.spec.n_best else 0
+    done = ops.greater(loop.finished_scores[:, rank], bound)  # (B,)
     return ops.logical_and(
-        ops.less(step, context.length), ops.logical_not(ops.all(done))
+        ops.less(loop.step, context.length), ops.logical_not(ops.all(done))
     )
 
 
-def beam_step(
-    context, step, tokens, alive_scores, finished_tokens, finished_scores, cache
-):
-    """One step: extend, keep the `K` best live, update the finished set."""
-    batch, beams = context.batch, context.settings[6]
-    length, alpha = context.length, context.settings[7]
+def beam_step(context, loop):
+    """One step: extend, keep the `K` best live, update the finished set;
+    the next `BeamLoop`."""
+    batch, beams = context.batch, context.spec.beam_size
+    length, alpha = context.length, context.spec.alpha
+    step, tokens = loop.step, loop.tokens
+    cache, finished_scores = loop.self_cache, loop.finished_scores
     extensions, generated, ends, cache = beam_extensions(
-        context, step, tokens, alive_scores, cache
+        context, step, tokens, loop.alive_scores, cache
     )
     scores, hypotheses, chosen = extensions  # (B, 2K) each
     origin = context.offsets + hypotheses  # (B, 2K) flat rows
@@ -259,7 +317,7 @@ def beam_step(
     )  # (B, K)
     keep = ops.cast(keep, "int32")
     tokens = take_rows(extended, keep)  # (B * K, L + 1)
-    if context.settings[5]:
+    if context.spec.use_cache:
         # Reorder the flat batch to follow the surviving beams.
         order = ops.take_along_axis(origin, keep, axis=1)  # (B, K)
         cache = reorder_cache(cache, ops.reshape(order, (-1,)))
@@ -278,11 +336,11 @@ def beam_step(
         sorted=True,
     )  # (B, K) out of (B, 3K); the earlier one wins a tie
     finished_tokens = take_rows(
-        ops.concatenate([finished_tokens, extended], axis=1),
+        ops.concatenate([loop.finished_tokens, extended], axis=1),
         ops.cast(kept, "int32"),
     )
     finished_tokens = ops.reshape(finished_tokens, (batch, beams, length + 1))
-    return (
+    return BeamLoop(
         step + 1,
         tokens,
         alive_scores,
@@ -296,15 +354,15 @@ def beam_extensions(context, step, tokens, alive_scores, cache):
     """The `2K` best extensions `(scores, hypotheses, tokens)`, each `(B,
     2K)`, with the length limit and the prompt forcing their tokens; also
     the generated lengths, which extensions end, and the new cache."""
-    batch, beams = context.batch, context.settings[6]
-    rules, use_cache = context.settings[2], context.settings[5]
+    batch, beams = context.batch, context.spec.beam_size
+    rules = context.spec.rules
     end_id = rules.end_ids[0]
     logits, cache = next_token_logits(
         context.model,
         step,
         tokens,
-        (cache,) + context.state[1:],
-        use_cache,
+        context.inputs._replace(self_cache=cache),
+        context.spec.use_cache,
         context.length,
     )  # (B * K, V)
     normalizers = log_normalizers(logits)  # (B * K, 1)
@@ -356,27 +414,30 @@ def beam_extensions(context, step, tokens, alive_scores, cache):
     return extensions, generated, ends, cache
 
 
-def beam_start(model, encoder_token_ids, settings):
-    """What a beam search starts from: `(batch, L, limits (B, 1),
-    state, token buffer (B * K, L + 1), prompt ends (B, 1) or None)`."""
-    _, start_id, _, extra, _, use_cache, beams = settings[:7]
+def beam_start(model, encoder_token_ids, spec):
+    """What a beam search with `spec` starts from: a `BeamStart`."""
+    beams = spec.beam_size
     batch, source_length = ops.shape(encoder_token_ids)
-    length = output_length(model, source_length, settings)
+    length = spec.output_length(model, source_length)
     # (B,) -> (B, 1), compared with each sentence's beams.
-    limits = ops.expand_dims(length_limits(encoder_token_ids, extra, length), 1)
-    state = initial_state(model, encoder_token_ids, length, beams, use_cache)
+    limits = ops.expand_dims(
+        length_limits(encoder_token_ids, spec.max_extra_length, length), 1
+    )
+    inputs = initial_state(
+        model, encoder_token_ids, length, beams, spec.use_cache
+    )
     if decoder_only(model):
         prompt_ends = ops.expand_dims(count_prompt_tokens(encoder_token_ids), 1)
-        tokens = initial_tokens(encoder_token_ids, start_id, length, beams)
-        return batch, length, limits, state, tokens, prompt_ends
+        tokens = initial_tokens(encoder_token_ids, spec.start_id, length, beams)
+        return BeamStart(batch, length, limits, inputs, tokens, prompt_ends)
     tokens = ops.concatenate(
         [
-            ops.full((batch * beams, 1), start_id, "int32"),
+            ops.full((batch * beams, 1), spec.start_id, "int32"),
             ops.zeros((batch * beams, length), "int32"),
         ],
         axis=1,
     )  # (B * K, L + 1)
-    return batch, length, limits, state, tokens, None
+    return BeamStart(batch, length, limits, inputs, tokens, None)
 
 
 def best_extensions(logits, normalizers, alive_scores, k):

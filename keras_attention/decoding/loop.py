@@ -18,7 +18,7 @@ _COMPILED = weakref.WeakKeyDictionary()
 def fresh_traces(model):
     """Searches on `model` inside the block are traced anew, not reused.
 
-    Compiled searches are kept per model and settings. An exporter that
+    Compiled searches are kept per model and spec. An exporter that
     traces the search under other op substitutions (or for XLA) needs its
     own traces; the ones from before the block are kept for after it.
     """
@@ -31,9 +31,14 @@ def fresh_traces(model):
             _COMPILED[model] = before
 
 
-def compile_search(model, settings, factory, jit_compile=False):
-    """The search function `factory(model, settings)`, compiled for the
-    backend and kept per model and settings (a hashable tuple)."""
+def compile_search(model, spec, factory, jit_compile=False):
+    """The search function `factory(model, spec)`, compiled for the
+    backend and kept per model and spec.
+
+    `spec` is a search spec (`decoding.specs`), kept by the part a trace
+    depends on (`spec.traced()`: a sampling seed is an input, not part of
+    the trace), or any other hashable key of the factory's own.
+    """
     if not isinstance(jit_compile, bool):
         raise ValueError(
             "Argument `jit_compile` must be a bool. "
@@ -46,12 +51,14 @@ def compile_search(model, settings, factory, jit_compile=False):
             f"backend (XLA); the {backend} backend decodes eagerly. "
             f"Received: jit_compile={jit_compile!r}"
         )
+    if hasattr(spec, "traced"):
+        spec = spec.traced()
     per_model = _COMPILED.setdefault(model, {})
     # jax compiles with XLA either way: one function for both.
-    key = (settings, jit_compile and backend == "tensorflow")
+    key = (spec, jit_compile and backend == "tensorflow")
     if key in per_model:
         return per_model[key]
-    fn = factory(model, settings)
+    fn = factory(model, spec)
     if backend == "tensorflow":
         import tensorflow as tf
 

@@ -1,7 +1,7 @@
 """Rules every search follows: several end ids, a minimum length, no
 repeated n-gram.
 
-`Rules` rides in a search's settings in place of a single end id. At
+A search's spec gives its `Rules` (`decoding.specs`). At
 every step `banned_tokens` gives the tokens a hypothesis may not take
 next: its end ids while it has fewer than `min_length` tokens (the prompt
 not counted, the end token not counted), and any token that would repeat
@@ -10,15 +10,21 @@ start token, the prompt and the output so far). The length limit still
 forces the first end id.
 """
 
-import collections
+from typing import NamedTuple
 
 from keras import ops
 
 from keras_attention.utils.validation import check_non_negative_int
 
-Rules = collections.namedtuple(
-    "Rules", ["end_ids", "min_length", "no_repeat_ngram_size"]
-)
+
+class Rules(NamedTuple):
+    """The rules of a search: its end ids (a tuple), the tokens a
+    sentence has at least before its end, and the size of the n-grams it
+    may not repeat (`0`: any)."""
+
+    end_ids: tuple
+    min_length: int
+    no_repeat_ngram_size: int
 
 
 def make_rules(end_id, min_length=0, no_repeat_ngram_size=0):

@@ -28,17 +28,15 @@ from keras import ops
 from keras_attention.decoding.greedy import argmax_chooser
 from keras_attention.decoding.greedy import token_loop
 from keras_attention.decoding.loop import compile_search
-from keras_attention.decoding.rules import make_rules
-from keras_attention.decoding.settings import check_sources
-from keras_attention.decoding.settings import output_length
-from keras_attention.utils.validation import check_positive_int
+from keras_attention.decoding.specs import Sampling
+from keras_attention.decoding.specs import from_arguments
 
 
 def sample(
     model,
     encoder_token_ids,
-    start_id,
-    end_id,
+    start_id=None,
+    end_id=None,
     temperature=1.0,
     top_k=None,
     top_p=None,
@@ -50,6 +48,7 @@ def sample(
     prefill=True,
     min_length=0,
     no_repeat_ngram_size=0,
+    spec=None,
 ):
     """Decodes by drawing every token from the model's distribution.
 
@@ -62,23 +61,14 @@ def sample(
         start_id: int. First decoder input token.
         end_id: int, or a list of ints: the tokens that end a sentence
             (the length limit forces the first).
-        temperature: float `>= 0`. Divides the log-probabilities; `0` is
-            greedy search. Defaults to `1.0`.
-        top_k: int or `None`. Draw among the `top_k` most probable tokens
-            only. Defaults to `None` (all).
-        top_p: float in `(0, 1]` or `None`. Draw among the most probable
-            tokens whose probability mass reaches `top_p`. Defaults to
-            `None` (all).
-        seed: int or `None`. The same seed gives the same tokens on a
-            backend. Defaults to `None` (Keras's global seed).
-        max_extra_length: int. Defaults to `50`; see `greedy_search`.
-        max_length: int. Defaults to the model's `max_sequence_length`.
-        use_cache: bool. Use the decoder caches. Defaults to `True`.
-        jit_compile: bool. XLA on tensorflow; see `greedy_search`.
-            Defaults to `False`.
-        prefill: bool. Feed a decoder-only model's prompts in one call;
-            see `greedy_search`. Defaults to `True`.
+        temperature, top_k, top_p, seed: the sampling; see
+            `keras_attention.decoding.Sampling` (`1.0`, all tokens, all
+            tokens, Keras's global seed by default).
+        max_extra_length, max_length, use_cache, jit_compile, prefill,
         min_length, no_repeat_ngram_size: as for `greedy_search`.
+        spec: a `keras_attention.decoding.Sampling` holding these options
+            instead (`start_id` and `end_id` may still come as arguments).
+            Defaults to `None`.
 
     Returns:
         int32 tensor `(B, L)`, as `greedy_search` returns.
@@ -90,6 +80,8 @@ def sample(
         model, prompts, start_id=1, end_id=2, top_k=40, top_p=0.9,
         temperature=0.8, seed=7,
     )
+    spec = keras_attention.decoding.Sampling(top_k=40, seed=7)  # a value
+    same = keras_attention.decoding.sample(model, prompts, 1, 2, spec=spec)
     ```
 
     References:
@@ -97,38 +89,58 @@ def sample(
         - [Holtzman et al., 2019](https://arxiv.org/abs/1904.09751)
           (top-p).
     """
-    check_sampling(temperature, top_k, top_p)
-    ids = check_sources(model, encoder_token_ids, max_length)
-    rules = make_rules(end_id, min_length, no_repeat_ngram_size)
-    settings = ("sample", start_id, rules, max_extra_length, max_length)
-    settings += (use_cache, float(temperature), top_k, top_p, bool(prefill))
-    batch, source_length = ops.shape(ids)
-    length = output_length(model, source_length, settings)
-    uniforms = keras.random.uniform((length, batch), seed=seed)
-    run = compile_search(model, settings, sample_fn, jit_compile)
+    spec = from_arguments(
+        Sampling,
+        spec,
+        sample,
+        start_id,
+        end_id,
+        temperature=temperature,
+        top_k=top_k,
+        top_p=top_p,
+        seed=seed,
+        max_extra_length=max_extra_length,
+        max_length=max_length,
+        use_cache=use_cache,
+        prefill=prefill,
+        min_length=min_length,
+        no_repeat_ngram_size=no_repeat_ngram_size,
+    )
+    ids = spec.check_inputs(model, encoder_token_ids)
+    uniforms = sampling_uniforms(model, spec, ids)
+    run = compile_search(model, spec, sample_fn, jit_compile)
     return run(ids, uniforms)[0]
 
 
-def sample_fn(model, settings):
-    """The sampler for `settings`: `run(encoder_token_ids, uniforms (L,
-    B))` -> `(tokens, log P, lengths)`."""
+def sampling_uniforms(model, spec, encoder_token_ids):
+    """The uniform numbers `(L, B)` a sampled search draws with, one per
+    step and row, from `spec.seed` (`keras.random.uniform`)."""
+    batch, source_length = ops.shape(encoder_token_ids)
+    length = spec.output_length(model, source_length)
+    return keras.random.uniform((length, batch), seed=spec.seed)
+
+
+def sample_fn(model, spec):
+    """The sampler for `spec`: `run(encoder_token_ids, uniforms (L, B))`
+    -> `(tokens, log P, lengths)`."""
 
     def run(encoder_token_ids, uniforms):
-        choose = sampling_chooser(settings, uniforms)
-        return token_loop(model, settings, encoder_token_ids, choose)
+        choose = sampling_chooser(spec, uniforms)
+        return token_loop(model, spec, encoder_token_ids, choose)
 
     return run
 
 
-def sampling_chooser(settings, uniforms):
+def sampling_chooser(spec, uniforms):
     """`choose(log_probs, step)` drawing with `uniforms[step]` after the
-    temperature, top-k and top-p of `settings`; argmax at temperature 0."""
-    temperature, top_k, top_p = settings[6:9]
-    if temperature == 0.0:
+    temperature, top-k and top-p of `spec`; argmax at temperature 0."""
+    if spec.temperature == 0.0:
         return argmax_chooser
 
     def choose(log_probs, step):
-        probs = sampling_probabilities(log_probs, temperature, top_k, top_p)
+        probs = sampling_probabilities(
+            log_probs, spec.temperature, spec.top_k, spec.top_p
+        )
         return draw(probs, ops.take(uniforms, step, axis=0))
 
     return choose
@@ -210,24 +222,3 @@ def draw(probs, uniforms):
     target = ops.expand_dims(uniforms, 1) * cumulative[:, -1:]
     token = ops.sum(ops.cast(ops.less_equal(cumulative, target), "int32"), 1)
     return ops.minimum(token, ops.shape(probs)[-1] - 1)
-
-
-def check_sampling(temperature, top_k, top_p):
-    """Checks the sampling arguments, naming a bad one."""
-    if (
-        not isinstance(temperature, (int, float))
-        or isinstance(temperature, bool)
-        or temperature < 0
-    ):
-        raise ValueError(
-            "Argument `temperature` must be a number >= 0. Received: "
-            f"temperature={temperature!r}"
-        )
-    check_positive_int("top_k", top_k, allow_none=True)
-    if top_p is not None and (
-        not isinstance(top_p, (int, float)) or not 0 < top_p <= 1
-    ):
-        raise ValueError(
-            "Argument `top_p` must be a number in (0, 1]. Received: "
-            f"top_p={top_p!r}"
-        )

@@ -93,12 +93,6 @@ def continuations(tokens, prompt_lengths, width, length):
     return ops.where(ops.less_equal(offsets, length), picked, 0)
 
 
-def output_length(model, source_length, settings):
-    _, _, _, extra, max_length = settings[:5]
-    cap = model.max_sequence_length if max_length is None else max_length
-    return int(min(source_length + extra, cap, model.max_sequence_length))
-
-
 def length_limits(encoder_token_ids, extra, output_length):
     # (B,) number of tokens each sentence may produce, end token included.
     lengths = count_prompt_tokens(encoder_token_ids)

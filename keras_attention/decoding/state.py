@@ -13,9 +13,14 @@ The searches take a model with one of two decoding interfaces:
 
 Both also have `max_sequence_length`. The models of this package keep
 their caches as one heads-first `(keys, values)` pair per layer
-(`keras_attention.ops.key_value_cache`) and take the output projection
-computed once before the loop (`decode_step(..., output_kernel=...)`).
+(`keras_attention.ops.key_value_cache`) and have an `output_kernel()`
+method: the output projection, computed once before the loop and passed
+to every step (`decode_step(..., output_kernel=...)`). A model without
+that method decodes with its own projection.
 """
+
+from typing import Any
+from typing import NamedTuple
 
 import keras
 from keras import ops
@@ -23,24 +28,35 @@ from keras import ops
 from keras_attention.decoding.settings import NEGATIVE
 from keras_attention.decoding.settings import count_prompt_tokens
 from keras_attention.decoding.settings import decoder_only
-from keras_attention.models import transformer_base
-from keras_attention.models.transformer_base import TransformerModelBase
+
+
+class StepInputs(NamedTuple):
+    """What every decoding step reads. `self_cache` is carried through the
+    loop (and replaced at every step); the others are fixed. A decoder-only
+    model has no `cross_cache`, `encoder_outputs` or `encoder_mask`
+    (`None`); a model without `output_kernel()`, or a search without the
+    cache, has no `output_kernel`."""
+
+    self_cache: Any
+    cross_cache: Any
+    encoder_outputs: Any
+    encoder_mask: Any
+    output_kernel: Any
 
 
 def initial_state(model, encoder_token_ids, length, repeats, use_cache):
-    """What every decoding step reads: `(self_cache, cross_cache,
-    encoder_outputs, encoder_mask, output_kernel)`; the first is carried
-    through the loop, the others are fixed."""
+    """The `StepInputs` of a search over `encoder_token_ids` `(B, S)` with
+    `repeats` rows per sentence (the beams) and a buffer of `length`."""
     kernel = None
-    if use_cache and isinstance(model, TransformerModelBase):
-        kernel = transformer_base.output_kernel(model)
+    if use_cache and hasattr(model, "output_kernel"):
+        kernel = model.output_kernel()
     if decoder_only(model):
         rows = ops.shape(encoder_token_ids)[0] * repeats
         if use_cache:
             self_cache = model.initial_cache(rows, length)
         else:
             self_cache = ops.zeros((1,), "float32")  # loop-state placeholder
-        return self_cache, None, None, None, kernel
+        return StepInputs(self_cache, None, None, None, kernel)
     encoder_outputs, encoder_mask = model.encode(encoder_token_ids)
     if repeats > 1:
         # Tile every sentence's encoder outputs across its beams.
@@ -51,12 +67,14 @@ def initial_state(model, encoder_token_ids, length, repeats, use_cache):
     else:
         # Placeholders so the loop state has the same structure.
         self_cache = cross_cache = ops.zeros((1,), encoder_outputs.dtype)
-    return self_cache, cross_cache, encoder_outputs, encoder_mask, kernel
+    return StepInputs(
+        self_cache, cross_cache, encoder_outputs, encoder_mask, kernel
+    )
 
 
 def prefill(model, encoder_token_ids, tokens, state, use_cache, enabled):
     """Feeds a decoder-only model's prompts in one call that fills the
-    cache: `(state, first step)`.
+    cache: `(StepInputs, first step)`.
 
     The start token and the prompts but their last column, the buffer's
     positions `0 .. W - 1` (`W` the prompts' padded width), go through one
@@ -73,18 +91,21 @@ def prefill(model, encoder_token_ids, tokens, state, use_cache, enabled):
     if not (enabled and use_cache and decoder_only(model)):
         return state, zero
     width = ops.shape(encoder_token_ids)[1]
-    kernel = state[4]
+    kernel = state.output_kernel
     # The prompt's logits are not used: with a projection (the models of
     # this package), one column of it, not `(B, W, V)` logits.
     extra = {} if kernel is None else {"output_kernel": kernel[:, :1]}
-    _, self_cache = model.decode_step(tokens[:, :width], 0, state[0], **extra)
+    _, self_cache = model.decode_step(
+        tokens[:, :width], 0, state.self_cache, **extra
+    )
     first = ops.cast(ops.min(count_prompt_tokens(encoder_token_ids)), "int32")
-    return (self_cache,) + tuple(state[1:]), first
+    return state._replace(self_cache=self_cache), first
 
 
 def next_token_log_probs(model, step, tokens, state, use_cache, length):
     """Log-probabilities `(B', V)` of the token after position `step`,
-    padding's at `NEGATIVE`."""
+    padding's at `NEGATIVE`, and the new self-attention cache; `state` is
+    the `StepInputs`."""
     logits, self_cache = next_token_logits(
         model, step, tokens, state, use_cache, length
     )
@@ -96,8 +117,9 @@ def next_token_log_probs(model, step, tokens, state, use_cache, length):
 
 
 def next_token_logits(model, step, tokens, state, use_cache, length):
-    """Float32 logits `(B', V)` of the token after position `step`."""
-    self_cache, cross_cache, encoder_outputs, encoder_mask, kernel = state
+    """Float32 logits `(B', V)` of the token after position `step`, and
+    the new self-attention cache; `state` is the `StepInputs`."""
+    self_cache, kernel = state.self_cache, state.output_kernel
     is_decoder_only = decoder_only(model)
     if use_cache:
         # (B', L + 1) -> (B', 1)
@@ -111,7 +133,12 @@ def next_token_logits(model, step, tokens, state, use_cache, length):
             )
         else:
             logits, self_cache = model.decode_step(
-                current, step, self_cache, cross_cache, encoder_mask, **extra
+                current,
+                step,
+                self_cache,
+                state.cross_cache,
+                state.encoder_mask,
+                **extra,
             )
         logits = logits[:, 0]
     else:
@@ -121,7 +148,7 @@ def next_token_logits(model, step, tokens, state, use_cache, length):
             logits = model.decode(tokens[:, :length])
         else:
             logits = model.decode(
-                tokens[:, :length], encoder_outputs, encoder_mask
+                tokens[:, :length], state.encoder_outputs, state.encoder_mask
             )
         logits = ops.take(logits, step, axis=1)
     return ops.cast(logits, "float32"), self_cache

@@ -7,6 +7,7 @@ the compiled searches give (`tests/decoding/streaming_test.py`).
 """
 
 import contextlib
+import dataclasses
 
 import keras
 import numpy as np
@@ -14,18 +15,18 @@ from keras import ops
 
 from keras_attention.decoding.greedy import start_token_loop
 from keras_attention.decoding.greedy import token_step
-from keras_attention.decoding.rules import make_rules
-from keras_attention.decoding.sampling import check_sampling
 from keras_attention.decoding.sampling import sampling_chooser
-from keras_attention.decoding.settings import check_sources
-from keras_attention.decoding.settings import output_length
+from keras_attention.decoding.sampling import sampling_uniforms
+from keras_attention.decoding.specs import Greedy
+from keras_attention.decoding.specs import Sampling
+from keras_attention.decoding.specs import from_arguments
 
 
 def stream(
     model,
     encoder_token_ids,
-    start_id,
-    end_id,
+    start_id=None,
+    end_id=None,
     temperature=0.0,
     top_k=None,
     top_p=None,
@@ -34,12 +35,12 @@ def stream(
     max_length=None,
     min_length=0,
     no_repeat_ngram_size=0,
+    spec=None,
 ):
     """Yields each step's new tokens as they are produced.
 
-    Greedy search by default (`temperature=0`); with a temperature, top-k
-    or top-p, sampling as `sample` draws, with the same seed the same
-    tokens. A decoder-only model's prompts are prefilled in one call.
+    Greedy search by default (`temperature=0`); else sampling as `sample`
+    draws: the same seed, the same tokens.
 
     Args:
         model: a `keras_attention.models.Transformer` or
@@ -52,9 +53,11 @@ def stream(
             (the length limit forces the first).
         temperature, top_k, top_p, seed: as for `sample`. Defaults to
             greedy search.
-        max_extra_length: int. Defaults to `50`; see `greedy_search`.
-        max_length: int. Defaults to the model's `max_sequence_length`.
-        min_length, no_repeat_ngram_size: as for `greedy_search`.
+        max_extra_length, max_length, min_length, no_repeat_ngram_size: as
+            for `greedy_search`.
+        spec: a `keras_attention.decoding.Greedy` or `Sampling` holding
+            these options instead (`start_id` and `end_id` may still come
+            as arguments). Defaults to `None`.
 
     Yields:
         int32 NumPy arrays `(B,)`: at every step where some row produced
@@ -71,25 +74,41 @@ def stream(
         print(tokenizer.id_to_piece(int(tokens[0])), end=" ", flush=True)
     ```
     """
-    check_sampling(temperature, top_k, top_p)
-    ids = check_sources(model, encoder_token_ids, max_length)
-    rules = make_rules(end_id, min_length, no_repeat_ngram_size)
-    settings = ("stream", start_id, rules, max_extra_length, max_length)
-    settings += (True, float(temperature), top_k, top_p, True)
-    batch, source_length = ops.shape(ids)
-    length = output_length(model, source_length, settings)
-    uniforms = keras.random.uniform((length, batch), seed=seed)
-    choose = sampling_chooser(settings, uniforms)
+    spec = from_arguments(
+        Sampling,
+        as_sampling(spec),
+        stream,
+        start_id,
+        end_id,
+        temperature=temperature,
+        top_k=top_k,
+        top_p=top_p,
+        seed=seed,
+        max_extra_length=max_extra_length,
+        max_length=max_length,
+        min_length=min_length,
+        no_repeat_ngram_size=no_repeat_ngram_size,
+    )
+    ids = spec.check_inputs(model, encoder_token_ids)
+    length = spec.output_length(model, ops.shape(ids)[1])
+    choose = sampling_chooser(spec, sampling_uniforms(model, spec, ids))
     with _no_grad():
-        context, loop = start_token_loop(model, settings, ids, choose)
-    while int(loop[0]) < length and not bool(np.all(_numpy(loop[2]))):
-        before = _numpy(loop[4])  # tokens counted so far per row
+        context, loop = start_token_loop(model, spec, ids, choose)
+    while int(loop.step) < length and not bool(np.all(_numpy(loop.finished))):
+        before = _numpy(loop.lengths)  # tokens counted so far per row
         with _no_grad():
-            loop = token_step(context, *loop)
-        step, tokens = int(loop[0]), _numpy(loop[1])
-        produced = _numpy(loop[4]) > before
+            loop = token_step(context, loop)
+        step, tokens = int(loop.step), _numpy(loop.tokens)
+        produced = _numpy(loop.lengths) > before
         if produced.any():
             yield np.where(produced, tokens[:, step], 0).astype("int32")
+
+
+def as_sampling(spec):
+    """Greedy search is sampling at temperature 0."""
+    if isinstance(spec, Greedy):
+        return Sampling(temperature=0.0, **dataclasses.asdict(spec))
+    return spec
 
 
 def _numpy(x):

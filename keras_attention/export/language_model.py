@@ -25,10 +25,10 @@ Signatures:
 Sampling draws its uniform numbers in the graph with the stateless
 `tf.random.stateless_uniform` from `seed` (`sampling_uniforms`), as
 `keras.random.uniform(seed=seed)` draws them on the tensorflow backend,
-and hands them to `decoding.sample`'s sampler (`decoding.sampling.
-sample_fn`): the same seed gives the same tokens at every call, and on the
-tensorflow backend the tokens of `decoding.sample(model, prompts,
-seed=seed)` for the prompts padded to the same width (below).
+and hands them to `decoding.sample`'s sampler (`decoding.compiled_search`
+of the `Sampling` spec): the same seed gives the same tokens at every
+call, and on the tensorflow backend the tokens of `decoding.sample(model,
+prompts, seed=seed)` for the prompts padded to the same width (below).
 
 Request rules (a bad request fails with an `InvalidArgumentError` that
 names the input and prints what it received):
@@ -58,21 +58,12 @@ XLA instead (and keeps that op), for servers with XLA.
 import os
 
 from keras_attention import decoding
-from keras_attention.decoding.greedy import greedy_fn
-from keras_attention.decoding.loop import compile_search
-from keras_attention.decoding.rules import make_rules
-from keras_attention.decoding.sampling import check_sampling
-from keras_attention.decoding.sampling import sample_fn
-from keras_attention.decoding.settings import check_sources
-from keras_attention.decoding.settings import decoder_only
-from keras_attention.decoding.settings import output_length
 from keras_attention.export import archive
 from keras_attention.export.translator import bucket_widths
 from keras_attention.ops.writes import core_tensorflow_writes
 from keras_attention.training import runs
 from keras_attention.utils.optional import import_optional
 from keras_attention.utils.untracked import Untracked
-from keras_attention.utils.validation import check_non_negative_int
 from keras_attention.utils.validation import check_positive_int
 
 tf = import_optional("tensorflow", "tensorflow", "SavedModel export")
@@ -95,7 +86,7 @@ def sampling_uniforms(seed, length, batch_size):
     Args:
         seed: int or int32 scalar tensor.
         length: int or scalar tensor `L`, the search's token buffer length
-            (`decoding.settings.output_length`).
+            (`decoding.Sampling.output_length`).
         batch_size: int or scalar tensor `B`.
     """
     seed = tf.math.floormod(tf.cast(seed, tf.int32), tf.int32.max - 1)
@@ -110,19 +101,20 @@ class LanguageModelModule(tf.Module):
 
     Args:
         model: a decoder-only language model.
-        greedy_settings, sample_settings: the settings tuples of
-            `decoding.greedy_search` and `decoding.sample`.
+        greedy_spec: the `decoding.Greedy` of `serving_default`.
+        sample_spec: the `decoding.Sampling` of `sample` (its seed comes
+            with each request).
         jit_compile: bool. Compile each width's search with XLA.
     """
 
-    def __init__(self, model, greedy_settings, sample_settings, jit_compile):
+    def __init__(self, model, greedy_spec, sample_spec, jit_compile):
         super().__init__(name="language_model")
         # Weights as plain variables; the Keras model out of tracking (see
         # `translator.TranslatorModule`).
         self._model = Untracked(model)
         self.model_variables = [v.value for v in model.variables]
-        self.greedy_settings = greedy_settings
-        self.sample_settings = sample_settings
+        self.greedy_spec = greedy_spec
+        self.sample_spec = sample_spec
         self.jit_compile = bool(jit_compile)
         self.widths = prompt_widths(model.max_sequence_length)
 
@@ -211,11 +203,8 @@ class LanguageModelModule(tf.Module):
     def _generate(self, token_ids, seed):
         ids, longest = self.check_prompts(token_ids)
         model = self._model.value
-        if seed is None:
-            settings, factory = self.greedy_settings, greedy_fn
-        else:
-            settings, factory = self.sample_settings, sample_fn
-        search = compile_search(model, settings, factory, self.jit_compile)
+        spec = self.greedy_spec if seed is None else self.sample_spec
+        search = decoding.compiled_search(model, spec, self.jit_compile)
         branch = tf.reduce_sum(
             tf.cast(tf.constant(self.widths[:-1], tf.int32) < longest, tf.int32)
         )
@@ -223,12 +212,12 @@ class LanguageModelModule(tf.Module):
         def padded_search(width):
             def run():
                 padded = tf.pad(ids, [[0, 0], [0, width - longest]])
-                padded = check_sources(
-                    model, tf.ensure_shape(padded, [None, width]), None
+                padded = spec.check_inputs(
+                    model, tf.ensure_shape(padded, [None, width])
                 )
                 if seed is None:
                     return search(padded)
-                length = output_length(model, width, settings)
+                length = spec.output_length(model, width)
                 uniforms = sampling_uniforms(seed, length, tf.shape(ids)[0])
                 return search(padded, uniforms)
 
@@ -344,20 +333,12 @@ def export_language_model(
                     "export_language_model", model_path, export_dir, options
                 )
     _check_model(model, model_or_path, start_id, end_id)
-    rules = make_rules(end_id, min_length, no_repeat_ngram_size)
-    # The settings of `decoding.greedy_search` and `decoding.sample` with
-    # the cache, the prefill and the model's own length limit.
-    greedy_settings = ("greedy", start_id, rules, max_extra_length, None)
-    greedy_settings += (True, True)
-    sample_settings = ("sample", start_id, rules, max_extra_length, None)
-    sample_settings += (True, float(temperature), top_k, top_p, True)
-    module = LanguageModelModule(
-        model, greedy_settings, sample_settings, jit_compile
-    )
+    greedy_spec, sample_spec = _specs(options)
+    module = LanguageModelModule(model, greedy_spec, sample_spec, jit_compile)
     # Searches traced for this graph, with the core slice update unless
     # XLA compiles them.
     writes = core_tensorflow_writes(not jit_compile)
-    with decoding.loop.fresh_traces(model), writes:
+    with decoding.fresh_traces(model), writes:
         archive.save_version(module, path, module.signatures())
     return path
 
@@ -365,22 +346,34 @@ def export_language_model(
 def _check_options(**options):
     """Checks the arguments that need no model; returns them (JSON)."""
     check_positive_int("start_id", options["start_id"])
-    end_ids = make_rules(options["end_id"]).end_ids
-    options["end_id"] = (
-        end_ids[0] if isinstance(options["end_id"], int) else list(end_ids)
-    )
     check_positive_int("max_extra_length", options["max_extra_length"])
-    check_sampling(options["temperature"], options["top_k"], options["top_p"])
-    check_non_negative_int("min_length", options["min_length"])
-    check_non_negative_int(
-        "no_repeat_ngram_size", options["no_repeat_ngram_size"]
-    )
     if not isinstance(options["jit_compile"], bool):
         raise ValueError(
             "Argument `jit_compile` must be True or False. Received: "
             f"jit_compile={options['jit_compile']!r}"
         )
+    _specs(options)  # the specs check the rest
+    end_id = options["end_id"]
+    options["end_id"] = end_id if isinstance(end_id, int) else list(end_id)
     return options
+
+
+def _specs(options):
+    """The `decoding.Greedy` and `decoding.Sampling` of the two
+    signatures: the cache, the prefill and the model's own length limit."""
+    shared = dict(
+        start_id=options["start_id"],
+        end_id=options["end_id"],
+        max_extra_length=options["max_extra_length"],
+        min_length=options["min_length"],
+        no_repeat_ngram_size=options["no_repeat_ngram_size"],
+    )
+    sampling = dict(
+        temperature=options["temperature"],
+        top_k=options["top_k"],
+        top_p=options["top_p"],
+    )
+    return decoding.Greedy(**shared), decoding.Sampling(**shared, **sampling)
 
 
 def _model_file(path):
@@ -403,7 +396,7 @@ def _check_model(model, model_or_path, start_id, end_id):
     and whose length leaves room for a prompt and a continuation."""
     if not (
         hasattr(model, "decode_step")
-        and decoder_only(model)
+        and decoding.decoder_only(model)
         and hasattr(model, "vocabulary_size")
         and hasattr(model, "max_sequence_length")
     ):

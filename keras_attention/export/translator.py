@@ -267,7 +267,7 @@ def export_translator(
     # The search is traced for this graph (not reused from earlier
     # decoding in this process), with core ops where XLA is not used.
     writes = core_tensorflow_writes(not jit_compile)
-    with decoding.loop.fresh_traces(model), writes:
+    with decoding.fresh_traces(model), writes:
         archive.save_version(module, path, module.signatures())
     return path
 

@@ -5,6 +5,7 @@ import types
 import keras
 from keras import ops
 
+from keras_attention.decoding.generation import generate
 from keras_attention.layers.transformer_decoder_block import (
     TransformerDecoderBlock,
 )
@@ -235,6 +236,84 @@ class Transformer(TransformerModelBase):
             cross_attention_cache,
             encoder_padding_mask,
             output_kernel,
+        )
+
+    def generate(
+        self,
+        sources,
+        search="greedy",
+        start_id=None,
+        end_id=None,
+        max_length=None,
+        jit_compile=False,
+    ):
+        """Decodes sources: token ids in, token ids out; strings in,
+        strings out when `self.tokenizer` is set.
+
+        The compiled search is kept on the model per search spec, and the
+        inputs are padded to a multiple of 8 tokens, so a later call with
+        the same spec and a width in the same bucket reuses its trace.
+        Greedy search gives the tokens of `decoding.greedy_search`.
+
+        Args:
+            sources: int array `(B, S)` of sources right-padded with `0`
+                (each ending with the end id, as the translation recipe
+                encodes them), or a string or a list of strings (with a
+                tokenizer; the end id is appended, and a source is cut to
+                `max_sequence_length` tokens keeping it).
+            search: a `keras_attention.decoding.Greedy`, `Sampling` or
+                `Beam`, or keras-hub's sampler names with keras-hub's
+                defaults: `"greedy"`, `"top_k"` (`Sampling(top_k=5)`),
+                `"top_p"` (`Sampling(top_p=0.1)`) or `"beam"`
+                (`Beam(beam_size=5, alpha=0.0)`). Defaults to `"greedy"`.
+            start_id: int. The first token the decoder reads. Defaults to
+                the spec's, else the tokenizer's start token
+                (`start_token_id`, or SentencePiece's `<s>`).
+            end_id: int or a list of ints. Defaults to the spec's, else
+                the tokenizer's end token (`end_token_id` or `</s>`).
+            max_length: int. Cap on output tokens. Defaults to the
+                spec's, else `max_sequence_length`. An output also ends
+                after `source_length + max_extra_length` tokens (the
+                spec's, `50`).
+            jit_compile: bool. XLA on tensorflow; see
+                `decoding.greedy_search`. Defaults to `False`.
+
+        Returns:
+            A NumPy int32 array `(B, L)`, each row ending with an end id,
+            then `0`s (`(B, K, L)` for `Beam(n_best=True)`); or the
+            decoded strings, cut at the end id, one string for one string.
+
+        Example:
+
+        >>> from keras_attention.decoding import Beam
+        >>> model = Transformer(vocabulary_size=20, num_layers=1,
+        ...                     hidden_dim=8, num_heads=2,
+        ...                     intermediate_dim=16, max_sequence_length=16)
+        >>> sources = np.array([[5, 6, 7, 2], [8, 2, 0, 0]])
+        >>> model.generate(sources, start_id=1, end_id=2).shape
+        (2, 16)
+        >>> beam = Beam(beam_size=3, max_extra_length=2)
+        >>> model.generate(sources, beam, start_id=1, end_id=2).shape
+        (2, 6)
+
+        With the translation recipe's SentencePiece tokenizer (start and
+        end ids from its `<s>` and `</s>`):
+
+        ```python
+        model.tokenizer = keras_attention.data.translation.load_tokenizer(
+            "runs/translation/tokenizer.model"
+        )
+        model.generate("Ein Mann fährt Fahrrad.", "beam")  # one string
+        ```
+        """
+        return generate(
+            self,
+            sources,
+            search=search,
+            start_id=start_id,
+            end_id=end_id,
+            max_length=max_length,
+            jit_compile=jit_compile,
         )
 
 

@@ -227,6 +227,12 @@ class TransformerModelBase(PresetMixin, keras.Model):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)
 
+    def output_kernel(self):
+        """The tied output projection `(F, V)`, for `decode_step(...,
+        output_kernel=...)`: the searches compute it once per search
+        (`output_kernel` below)."""
+        return output_kernel(self)
+
 
 def token_embedding(arguments, dtype):
     """The one embedding of the tokens, tied to the output projection."""

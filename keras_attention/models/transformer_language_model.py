@@ -5,6 +5,7 @@ import types
 import keras
 from keras import ops
 
+from keras_attention.decoding.generation import generate
 from keras_attention.layers.transformer_decoder_block import (
     TransformerDecoderBlock,
 )
@@ -185,6 +186,81 @@ class TransformerLanguageModel(TransformerModelBase):
             index,
             self_attention_cache,
             output_kernel=output_kernel,
+        )
+
+    def generate(
+        self,
+        prompts,
+        search="greedy",
+        start_id=None,
+        end_id=None,
+        max_length=None,
+        jit_compile=False,
+    ):
+        """Continues prompts: token ids in, token ids out; strings in,
+        strings out when `self.tokenizer` is set.
+
+        The compiled search is kept on the model per search spec, and the
+        inputs are padded to a multiple of 8 tokens, so a later call with
+        the same spec and a width in the same bucket reuses its trace.
+        Greedy search gives the tokens of `decoding.greedy_search`.
+
+        Args:
+            prompts: int array `(B, P)` of prompts right-padded with `0`,
+                or a string or a list of strings (with a tokenizer).
+            search: a `keras_attention.decoding.Greedy`, `Sampling` or
+                `Beam`, or keras-hub's sampler names with keras-hub's
+                defaults: `"greedy"`, `"top_k"` (`Sampling(top_k=5)`),
+                `"top_p"` (`Sampling(top_p=0.1)`) or `"beam"`
+                (`Beam(beam_size=5, alpha=0.0)`). Defaults to `"greedy"`.
+            start_id: int. The first token the decoder reads. Defaults to
+                the spec's, else the tokenizer's start token
+                (`start_token_id`, or SentencePiece's `<s>`).
+            end_id: int or a list of ints. Defaults to the spec's, else
+                the tokenizer's end token (`end_token_id` or `</s>`).
+            max_length: int. Cap on prompt and continuation tokens
+                together, as keras-hub's `max_length`. Defaults to the
+                spec's, else `max_sequence_length`. A continuation also
+                ends after the spec's `max_extra_length` tokens (`50`).
+            jit_compile: bool. XLA on tensorflow; see
+                `decoding.greedy_search`. Defaults to `False`.
+
+        Returns:
+            The continuations without the prompts (keras-hub's
+            `strip_prompt=True`): a NumPy int32 array `(B, W)`, each row
+            ending with an end id, then `0`s (`(B, K, W)` for
+            `Beam(n_best=True)`); or the decoded strings, cut at the end
+            id, one string for one string.
+
+        Example:
+
+        >>> from keras_attention.decoding import Sampling
+        >>> lm = TransformerLanguageModel(vocabulary_size=20, num_layers=1,
+        ...                               hidden_dim=8, num_heads=2,
+        ...                               intermediate_dim=16,
+        ...                               max_sequence_length=16)
+        >>> prompts = np.array([[5, 6, 7], [8, 0, 0]])
+        >>> lm.generate(prompts, start_id=1, end_id=2, max_length=12).shape
+        (2, 12)
+        >>> top_k = Sampling(top_k=3, seed=4, max_extra_length=5)
+        >>> lm.generate(prompts, top_k, start_id=1, end_id=2).shape
+        (2, 5)
+
+        With a tokenizer, strings:
+
+        ```python
+        lm.tokenizer = keras_hub.tokenizers.SentencePieceTokenizer(proto)
+        lm.generate(["A man", "Two dogs"], "top_p")  # two strings
+        ```
+        """
+        return generate(
+            self,
+            prompts,
+            search=search,
+            start_id=start_id,
+            end_id=end_id,
+            max_length=max_length,
+            jit_compile=jit_compile,
         )
 
 

@@ -1,5 +1,7 @@
 """The decoding protocol is public: no file calls another file's private
-method, and the private names of the old protocol are gone everywhere."""
+method, and the private names of the old protocol are gone everywhere.
+A search's settings and its loop state are named values: nothing reads
+them by position."""
 
 import ast
 import pathlib
@@ -113,11 +115,10 @@ def test_decoding_is_a_package_of_short_functions():
 
 
 def test_the_data_package_imports_no_models_or_decoding():
-    # At module level: the lazy `translate` re-export imports decoding
-    # only when it is used.
+    # Anywhere in the file, inside functions too.
     offenders = []
     for path in python_files("keras_attention/data"):
-        for node in ast.parse(path.read_text()).body:
+        for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module]
             elif isinstance(node, ast.Import):
@@ -133,6 +134,149 @@ def test_the_data_package_imports_no_models_or_decoding():
                     and any(
                         a.name in ("models", "decoding") for a in node.names
                     )
+                ):
+                    offenders.append(f"{path.name}: {name}")
+    assert not offenders, offenders
+
+
+# Names under which a search's settings, spec, loop state, per-step inputs
+# or context travel; none of them may be read by position.
+STATE_NAMES = ("settings", "state", "loop", "context", "spec", "inputs")
+# Where the searches and the exporters of the package live.
+SEARCH_FOLDERS = ("keras_attention/decoding", "keras_attention/export")
+SEARCH_KINDS = ("greedy", "sample", "beam", "stream")
+
+
+def _holder_name(node):
+    """`settings` for `settings`, `self.settings`, `context.settings` or
+    `greedy_settings`: the last name of a subscripted value."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def _is_position(node):
+    """Whether a subscript's index is a position: `3`, `-1`, `2:5`, `1:`."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int) and not isinstance(node.value, bool)
+    if isinstance(node, ast.Slice):
+        bounds = [node.lower, node.upper]
+        return any(b is not None and _is_position(b) for b in bounds)
+    return False
+
+
+def positional_reads(tree):
+    """`(line, text)` of every read by position of a value whose name says
+    it is a search's settings or state (`settings[6]`, `state[1:]`,
+    `context.state[0]`, `greedy_settings[-1]`, `context["settings"]`)."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Subscript):
+            continue
+        name = _holder_name(node.value)
+        key = node.slice
+        if (
+            isinstance(key, ast.Constant)
+            and isinstance(key.value, str)
+            and key.value in ("settings", "state", "spec")
+        ):
+            yield node.lineno, ast.unparse(node)
+        elif name is not None and _is_state_name(name) and _is_position(key):
+            yield node.lineno, ast.unparse(node)
+
+
+def _is_state_name(name):
+    return any(
+        name == word or name.endswith("_" + word) for word in STATE_NAMES
+    )
+
+
+def settings_tuples(tree):
+    """`(line, text)` of tuple literals shaped like the old positional
+    settings: a tuple opening with a search's name, `("beam", ...)`."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Tuple) and len(node.elts) >= 2:
+            first = node.elts[0]
+            if isinstance(first, ast.Constant) and first.value in SEARCH_KINDS:
+                yield node.lineno, ast.unparse(node)
+
+
+def test_no_settings_or_state_is_read_by_position():
+    offenders = []
+    for path in python_files("keras_attention"):
+        tree = ast.parse(path.read_text(), str(path))
+        for line, text in positional_reads(tree):
+            offenders.append(f"{path.relative_to(ROOT)}:{line}: {text}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_no_positional_settings_tuple_is_built():
+    offenders = []
+    for path in python_files(*SEARCH_FOLDERS):
+        tree = ast.parse(path.read_text(), str(path))
+        for line, text in settings_tuples(tree):
+            offenders.append(f"{path.relative_to(ROOT)}:{line}: {text}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_checks_see_positional_settings_and_state():
+    # Not vacuous: each shape of the reads the searches used to make.
+    source = (
+        "a = settings[6]\n"
+        "b = settings[-1]\n"
+        "c = state[1:]\n"
+        "d = context.state[0]\n"
+        "e = context['settings'][2]\n"
+        "f = greedy_settings[3]\n"
+        "g = loop[4]\n"
+        "h = spec.rules\n"  # named: fine
+        "i = tokens[:, 1:]\n"  # not settings: fine
+        "j = shape[1]\n"
+        "k = ('beam', 1, 2)\n"
+    )
+    tree = ast.parse(source)
+    lines = sorted({line for line, _ in positional_reads(tree)})
+    assert lines == [1, 2, 3, 4, 5, 6, 7]
+    assert [line for line, _ in settings_tuples(tree)] == [11]
+
+
+def test_export_uses_public_decoding_names_only():
+    import keras_attention.decoding as decoding
+
+    offenders = []
+    for path in python_files("keras_attention/export"):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                if node.module.startswith("keras_attention.decoding."):
+                    offenders.append(f"{path.name}: from {node.module}")
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "decoding"
+                and node.attr not in decoding.__all__
+            ):
+                offenders.append(f"{path.name}:{node.lineno}: {node.attr}")
+    assert not offenders, offenders
+
+
+def test_decoding_imports_no_model_class():
+    offenders = []
+    for path in python_files("keras_attention/decoding"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [
+                    f"{node.module}.{a.name}" for a in node.names
+                ]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            for name in names:
+                if name.startswith(
+                    ("keras_attention.models", "keras_attention.layers")
                 ):
                     offenders.append(f"{path.name}: {name}")
     assert not offenders, offenders

@@ -9,7 +9,6 @@ from keras_attention.decoding import beam
 from keras_attention.decoding import loop
 from keras_attention.decoding import settings as search_settings
 from keras_attention.decoding import state
-from keras_attention.decoding.rules import make_rules
 from keras_attention.models import Transformer
 
 # The beam search of release 0.1 left the library for benchmarks/.
@@ -350,9 +349,8 @@ def test_search_loop_with_one_beam_and_no_penalty_is_greedy(model):
     # `beam_search(beam_size=1)` runs greedy search; the GNMT loop itself
     # gives the same tokens with one live hypothesis and alpha = 0: a
     # hypothesis left live beside a finished one has a lower log P.
-    rules = make_rules(END)
-    settings = ("beam", START, rules, 50, None, True, 1, 0.0, True, False)
-    run = loop.compile_search(model, settings, beam.beam_fn)
+    spec = decoding.Beam(start_id=START, end_id=END, beam_size=1, alpha=0.0)
+    run = loop.compile_search(model, spec, beam.beam_fn)
     tokens, _ = run(ops.convert_to_tensor(SOURCES))
     greedy = decoding.greedy_search(model, SOURCES, START, END)
     np.testing.assert_array_equal(to_numpy(tokens), to_numpy(greedy))

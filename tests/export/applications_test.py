@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_attention import decoding
 from keras_attention import export
 from keras_attention import models
 from keras_attention.data import translation
@@ -129,7 +130,7 @@ def test_translation_script_exports_a_run(tmp_path):
     serve = tf.saved_model.load(path).signatures["greedy"]
     out = serve(inputs=tf.constant(["a man", ""]))
     assert out["outputs"].numpy()[1] == b""
-    expected = translation.translate(
+    expected = decoding.translate(
         model, tokenizer, ["a man"], beam_size=1, batch_size=1
     )
     assert out["outputs"].numpy()[0].decode() == expected[0]
