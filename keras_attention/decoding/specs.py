@@ -140,13 +140,17 @@ class Search:
 class Greedy(Search):
     """Greedy search: the most probable token at every step.
 
-    Args: those of every search (`decoding.specs.Search`).
+    It takes the arguments of every search (`decoding.specs.Search`) and
+    no others.
     """
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Sampling(Search):
     """Sampling with a temperature, top-k and top-p, seeded.
+
+    It takes the arguments of every search (`decoding.specs.Search`) and
+    these.
 
     Args:
         temperature: float `>= 0`. Divides the log-probabilities; `0` is
@@ -158,7 +162,6 @@ class Sampling(Search):
             `None` (all).
         seed: int or `None`. The same seed gives the same tokens on a
             backend. Defaults to `None` (Keras's global seed).
-        Also those of every search (`decoding.specs.Search`).
     """
 
     temperature: float = 1.0
@@ -187,6 +190,9 @@ class Sampling(Search):
 class Beam(Search):
     """Beam search with the GNMT length penalty (`decoding.beam`).
 
+    It takes the arguments of every search (`decoding.specs.Search`) and
+    these.
+
     Args:
         beam_size: int. Live (and finished) hypotheses kept per sentence.
             Defaults to `4`.
@@ -194,7 +200,6 @@ class Beam(Search):
             log-probability. Defaults to `0.6`.
         n_best: bool. Return all `beam_size` finished hypotheses, best
             first, with their scores. Defaults to `False`.
-        Also those of every search (`decoding.specs.Search`).
     """
 
     beam_size: int = 4
