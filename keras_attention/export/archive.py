@@ -75,6 +75,30 @@ def needs_tensorflow_process():
     return keras.backend.backend() != "tensorflow"
 
 
+def export_elsewhere(function_name, source, export_dir, options, write):
+    """The exporters' shared entry: where this backend cannot write a
+    SavedModel, the export runs in a TensorFlow process.
+
+    On tensorflow it returns `None` and the caller exports itself. On the
+    other backends it returns the version folder that
+    `keras_attention.export.<function_name>` wrote in a subprocess on the
+    tensorflow backend, with `options` as its keyword arguments. A `source`
+    that is a path goes to the subprocess as it is; a model object is first
+    written to a temporary folder by `write(folder)`, which returns the
+    path the subprocess reads (the `.keras` file or the run folder).
+    """
+    if not needs_tensorflow_process():
+        return None
+    if isinstance(source, (str, os.PathLike)):
+        return export_in_tensorflow(
+            function_name, os.fspath(source), export_dir, options
+        )
+    with temporary_run_dir() as folder:
+        return export_in_tensorflow(
+            function_name, write(folder), export_dir, options
+        )
+
+
 def export_in_tensorflow(function_name, run_dir, export_dir, options):
     """Runs `keras_attention.export.<function_name>` on the tensorflow
     backend in a subprocess; returns the version folder it wrote."""

@@ -312,27 +312,27 @@ def export_language_model(
         jit_compile=jit_compile,
     )
     path = archive.version_path(export_dir, version)
+    source = model_or_path
     if isinstance(model_or_path, (str, os.PathLike)):
         folder, name = _model_file(os.fspath(model_or_path))
-        if archive.needs_tensorflow_process():
-            return archive.export_in_tensorflow(
-                "export_language_model",
-                os.path.join(folder, name),
-                export_dir,
-                options,
-            )
-        model = runs.load_model(folder, file_name=name)
+        source = os.path.join(folder, name)
     else:
-        model = model_or_path
-        if archive.needs_tensorflow_process():
-            _check_model(model, model_or_path, start_id, end_id)
-            with archive.temporary_run_dir() as run_dir:
-                model_path = os.path.join(run_dir, runs.MODEL_FILE)
-                model.save(model_path)
-                return archive.export_in_tensorflow(
-                    "export_language_model", model_path, export_dir, options
-                )
-    _check_model(model, model_or_path, start_id, end_id)
+        _check_model(model_or_path, model_or_path, start_id, end_id)
+
+    def write(run_dir):
+        model_path = os.path.join(run_dir, runs.MODEL_FILE)
+        model_or_path.save(model_path)
+        return model_path
+
+    exported = archive.export_elsewhere(
+        "export_language_model", source, export_dir, options, write
+    )
+    if exported is not None:
+        return exported
+    model = model_or_path
+    if isinstance(source, str):
+        model = runs.load_model(folder, file_name=name)
+        _check_model(model, model_or_path, start_id, end_id)
     greedy_spec, sample_spec = _specs(options)
     module = LanguageModelModule(model, greedy_spec, sample_spec, jit_compile)
     # Searches traced for this graph, with the core slice update unless

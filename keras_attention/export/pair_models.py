@@ -223,28 +223,28 @@ def _export_pair(
     check_positive_int("max_length", max_length, allow_none=True)
     path = archive.version_path(export_dir, version)
     options = dict(version=version, max_length=max_length)
+    if not isinstance(run_dir_or_model, (str, os.PathLike)):
+        vocabulary = _vocabulary_list(vocabulary)
+
+    def write(run_dir):
+        run_dir_or_model.save(os.path.join(run_dir, runs.MODEL_FILE))
+        runs.write_vocabulary(run_dir, vocabulary)
+        return run_dir
+
+    exported = archive.export_elsewhere(
+        function_name, run_dir_or_model, export_dir, options, write
+    )
+    if exported is not None:
+        return exported
+    model = run_dir_or_model
     if isinstance(run_dir_or_model, (str, os.PathLike)):
         run_dir = os.fspath(run_dir_or_model)
-        if archive.needs_tensorflow_process():
-            return archive.export_in_tensorflow(
-                function_name, run_dir, export_dir, options
-            )
         model = runs.load_model(run_dir)
         vocabulary = runs.read_vocabulary(
             os.path.join(run_dir, runs.VOCABULARY_FILE)
         )
         if max_length is None:
             max_length = runs.read_config(run_dir).get("max_length")
-    else:
-        model = run_dir_or_model
-        vocabulary = _vocabulary_list(vocabulary)
-        if archive.needs_tensorflow_process():
-            with archive.temporary_run_dir() as run_dir:
-                model.save(os.path.join(run_dir, runs.MODEL_FILE))
-                runs.write_vocabulary(run_dir, vocabulary)
-                return archive.export_in_tensorflow(
-                    function_name, run_dir, export_dir, options
-                )
     max_length = max_length or DEFAULT_MAX_LENGTH
     module = PairModule(model, vocabulary, max_length, input_names, head)
     return archive.save_version(module, path, module.signatures())

@@ -238,28 +238,25 @@ def export_translator(
         max_extra_length=max_extra_length,
         jit_compile=jit_compile,
     )
+    if not isinstance(run_dir_or_model, (str, os.PathLike)):
+        proto = _proto_bytes(tokenizer)
+
+    def write(run_dir):
+        run_dir_or_model.save(os.path.join(run_dir, runs.MODEL_FILE))
+        with open(os.path.join(run_dir, translation.TOKENIZER_FILE), "wb") as f:
+            f.write(proto)
+        return run_dir
+
+    exported = archive.export_elsewhere(
+        "export_translator", run_dir_or_model, export_dir, options, write
+    )
+    if exported is not None:
+        return exported
+    model = run_dir_or_model
     if isinstance(run_dir_or_model, (str, os.PathLike)):
         run_dir = os.fspath(run_dir_or_model)
-        if archive.needs_tensorflow_process():
-            return archive.export_in_tensorflow(
-                "export_translator", run_dir, export_dir, options
-            )
         model = runs.load_model(run_dir)
         proto = _read_proto(os.path.join(run_dir, translation.TOKENIZER_FILE))
-    else:
-        model = run_dir_or_model
-        proto = _proto_bytes(tokenizer)
-        if archive.needs_tensorflow_process():
-            with archive.temporary_run_dir() as run_dir:
-                model.save(os.path.join(run_dir, runs.MODEL_FILE))
-                tokenizer_path = os.path.join(
-                    run_dir, translation.TOKENIZER_FILE
-                )
-                with open(tokenizer_path, "wb") as f:
-                    f.write(proto)
-                return archive.export_in_tensorflow(
-                    "export_translator", run_dir, export_dir, options
-                )
     _check_vocabulary_size(model, proto)
     module = TranslatorModule(
         model, proto, beam_size, alpha, max_extra_length, jit_compile
