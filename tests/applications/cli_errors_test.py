@@ -22,6 +22,12 @@ import helpers
 import keras
 import pytest
 
+# The checks run before any model is built, in the applications' own
+# Python, the same on every backend: run once, on the tensorflow run.
+pytestmark = pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow",
+    reason="backend-independent argument checks: run on tensorflow only",
+)
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPTS = {
     "nli": "applications/nli/train.py",

@@ -13,9 +13,9 @@ gpu_check = helpers.load_script("benchmarks/gpu_check.py")
 
 
 @pytest.mark.skipif(
-    keras.backend.backend() != "jax",
+    keras.backend.backend() != "torch",
     reason="spawns its own jax processes whatever the suite's backend: "
-    "run once, under jax",
+    "run once, in the suite's shortest backend run (torch)",
 )
 def test_cpu_check_runs_every_part_without_tensorflow(tmp_path):
     done = subprocess.run(
