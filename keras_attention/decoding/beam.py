@@ -129,6 +129,10 @@ def beam_search(
     `K` live hypotheses, a finished set of `K` and an early stop (see the
     module `keras_attention.decoding.beam`).
 
+    `max_extra_length`, `max_length`, `use_cache`, `jit_compile`,
+    `prefill`, `min_length` and `no_repeat_ngram_size` are as for
+    `greedy_search`.
+
     Args:
         model: a `keras_attention.models.Transformer` or
             `keras_attention.models.TransformerLanguageModel` (or a model
@@ -148,13 +152,6 @@ def beam_search(
             their scores: the search then runs until no live hypothesis can
             beat the `K`-th best finished one (the best one is the same).
             Defaults to `False`.
-        max_extra_length: as for `greedy_search`.
-        max_length: as for `greedy_search`.
-        use_cache: as for `greedy_search`.
-        jit_compile: as for `greedy_search`.
-        prefill: as for `greedy_search`.
-        min_length: as for `greedy_search`.
-        no_repeat_ngram_size: as for `greedy_search`.
         spec: a `keras_attention.decoding.Beam` holding these options
             instead (`start_id`, `end_id`, `return_scores` and
             `jit_compile` may still come as arguments). Defaults to `None`.

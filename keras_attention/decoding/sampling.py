@@ -52,6 +52,10 @@ def sample(
 ):
     """Decodes by drawing every token from the model's distribution.
 
+    `max_extra_length`, `max_length`, `use_cache`, `jit_compile`,
+    `prefill`, `min_length` and `no_repeat_ngram_size` are as for
+    `greedy_search`.
+
     Args:
         model: a `keras_attention.models.Transformer` or
             `keras_attention.models.TransformerLanguageModel` (or a model
@@ -64,13 +68,6 @@ def sample(
         temperature, top_k, top_p, seed: the sampling; see
             `keras_attention.decoding.Sampling` (`1.0`, all tokens, all
             tokens, Keras's global seed by default).
-        max_extra_length: as for `greedy_search`.
-        max_length: as for `greedy_search`.
-        use_cache: as for `greedy_search`.
-        jit_compile: as for `greedy_search`.
-        prefill: as for `greedy_search`.
-        min_length: as for `greedy_search`.
-        no_repeat_ngram_size: as for `greedy_search`.
         spec: a `keras_attention.decoding.Sampling` holding these options
             instead (`start_id` and `end_id` may still come as arguments).
             Defaults to `None`.

@@ -103,7 +103,7 @@ def test_resan_smoke_run_writes_metrics_and_a_loadable_model(tmp_path, flags):
     assert 0.0 < sampled["selection_percentage"] < 1.0
 
 
-def test_resan_schedule_defaults():
+def test_resan_schedule_defaults(tmp_path):
     # Samplers alone for the authors' 5,000 SNLI steps of 128 pairs
     # (1.16 epochs), after a soft phase of half the run, or none when a
     # trained model is loaded.
@@ -111,8 +111,10 @@ def test_resan_schedule_defaults():
     config = train.parse_args(["--model", "resan", "--epochs", "10"])
     epochs = 5000 / (550152 / 128)
     assert train.resan_schedule(config, 300) == (1500, round(epochs * 300))
+    weights = tmp_path / "w.weights.h5"
+    weights.write_bytes(b"")  # --initial-weights must name an existing file
     config = train.parse_args(
-        ["--model", "resan", "--initial-weights", "w.weights.h5"]
+        ["--model", "resan", "--initial-weights", str(weights)]
     )
     assert train.resan_schedule(config, 300)[0] == 0
     assert config.sparsity_penalty == 0.02

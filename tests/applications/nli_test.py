@@ -129,6 +129,8 @@ def test_evaluate_reads_snli_from_the_runs_training_source(
         }
 
     monkeypatch.setattr(evaluate.data, "load_snli", load_snli)
+    for name in ("model.keras", "vocabulary.txt", "config.json"):
+        (tmp_path / name).write_text("")  # --run-dir must be a run folder
     result = evaluate.main(
         ["--run-dir", str(tmp_path), "--split", "dev", "--examples"]
     )

@@ -457,7 +457,7 @@ def test_learning_curve_scores_each_checkpoint_and_the_final_model(
     assert os.path.getsize(tmp_path / "curve.png") > 1000
     # A rerun reads the cache: nothing is decoded again.
     cached = json.loads((tmp_path / curve.CACHE_FILE).read_text())
-    monkeypatch.setattr(translation, "translate", None)  # fails if called
+    monkeypatch.setattr(decoding, "translate", None)  # fails if called
     assert curve.main(argv) == summary
     assert json.loads((tmp_path / curve.CACHE_FILE).read_text()) == cached
 

