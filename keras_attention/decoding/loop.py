@@ -64,6 +64,12 @@ def compile_search(model, spec, factory, jit_compile=False):
 
         # `None` (not `False`) leaves tensorflow's own XLA settings alone.
         traced = tf.function(fn, jit_compile=True if jit_compile else None)
+        # One trace per input shape is the design: callers pad to a few
+        # bucket widths (`translate`, `generate`: multiples of 8), so the
+        # traces are bounded by `max_sequence_length / 8`. TensorFlow's
+        # frequent-retracing warning assumes unbounded shapes; it is told
+        # so, as TensorFlow does for the functions of a loaded SavedModel.
+        traced._omit_frequent_tracing_warning = True
 
         def compiled(*inputs):
             # Traced without XLA, the steps write with the core op

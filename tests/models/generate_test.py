@@ -2,6 +2,7 @@
 
 import doctest
 import inspect
+import logging
 
 import keras
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 from keras import ops
 
 from keras_attention import decoding
+from keras_attention.decoding import beam as beam_module
 from keras_attention.decoding import generation
 from keras_attention.decoding import greedy as greedy_module
 from keras_attention.decoding import loop
@@ -97,6 +99,41 @@ def test_a_second_call_does_not_retrace(lm, monkeypatch):
         assert calls == [8, 8, 16]
     else:
         assert calls == [8, 16]
+
+
+@pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow",
+    reason="tf.function's frequent-retracing warning",
+)
+def test_one_trace_per_bucket_without_a_retracing_warning(monkeypatch):
+    # Six buckets: six traces of one search, as designed, and none of
+    # tensorflow's "triggered tf.function retracing" warnings (the
+    # translation demo printed one as it decoded its test sets).
+    traced_widths = []
+    beam_start = beam_module.beam_start
+
+    def counting(model, ids, spec):
+        traced_widths.append(ids.shape[1])
+        return beam_start(model, ids, spec)
+
+    monkeypatch.setattr(beam_module, "beam_start", counting)
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    tf_logger = logging.getLogger("tensorflow")
+    tf_logger.addHandler(handler)
+    model = Transformer(vocabulary_size=31, max_sequence_length=64, **SIZES)
+    spec = decoding.Beam(start_id=START, end_id=END, max_extra_length=2)
+    try:
+        for width in (3, 9, 17, 25, 33, 41, 4, 10):
+            sources = np.pad(SOURCES, [[0, 0], [0, max(width - 5, 0)]])
+            model.generate(sources[:, :width], spec)
+    finally:
+        tf_logger.removeHandler(handler)
+    assert traced_widths == [8, 16, 24, 32, 40, 48]
+    assert len(loop._COMPILED[model]) == 1
+    messages = [record.getMessage() for record in records]
+    assert not [m for m in messages if "retracing" in m], messages
 
 
 def test_search_names_have_keras_hub_defaults():
