@@ -349,6 +349,7 @@ def train(config):
         **results,
         "train_seconds": timer.run_seconds(seconds),
         **run_metrics(config, timer, trained),
+        **pair_tasks.time_limit_record(callbacks),
         **info,
     }
     runs.write_metrics(config.output_dir, metrics)

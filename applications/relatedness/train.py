@@ -296,6 +296,7 @@ def train(config):
         "train_seconds": timer.run_seconds(seconds),
         "backend": keras.backend.backend(),
         "model": config.model,
+        **pair_tasks.time_limit_record(callbacks),
         **info,
     }
     runs.write_metrics(config.output_dir, metrics)

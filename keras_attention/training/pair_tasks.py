@@ -459,6 +459,22 @@ class TimeLimit(keras.callbacks.Callback):
             self.stopped_early = True
 
 
+def time_limit_record(callbacks):
+    """What metrics.json says of the run's `TimeLimit` among `callbacks`:
+    `stopped_by_time_limit`, with a note when it cut the run short."""
+    (limit,) = [c for c in callbacks if isinstance(c, TimeLimit)]
+    record = {"stopped_by_time_limit": limit.stopped_early}
+    if limit.stopped_early:
+        record["notes"] = {
+            "stopped_by_time_limit": (
+                f"the time limit of {limit.seconds / 60:g} minutes stopped "
+                "training: the figures depend on the machine's speed and "
+                "are not comparable with other runs"
+            )
+        }
+    return record
+
+
 class KeepNewest(keras.callbacks.Callback):
     """After each epoch, deletes all but the newest `keep` weight files of
     `directory` (per-epoch files written by `ModelCheckpoint`, whose

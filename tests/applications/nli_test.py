@@ -24,6 +24,7 @@ METRIC_KEYS = (
     "backend",
     "model",
     "dataset",
+    "stopped_by_time_limit",
 )
 
 

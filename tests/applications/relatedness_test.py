@@ -20,6 +20,7 @@ METRIC_KEYS = (
     "train_seconds",
     "parameters",
     "backend",
+    "stopped_by_time_limit",
 )
 
 # The second smoke run of each test below trains the same pipeline with

@@ -91,3 +91,18 @@ def test_a_task_default_keeps_the_shared_help():
     field = pair_tasks.PairTaskConfig.default_for("sparsity_penalty", 0.006)
     assert field.default == 0.006
     assert field.metadata["help"] == shared.metadata["help"]
+
+
+def test_the_time_limit_says_in_the_metrics_when_it_cut_the_run():
+    timer = pair_tasks.TrainingTimer()
+    no_limit = pair_tasks.TimeLimit(0)
+    fit(small_model(), 2, [timer, no_limit])
+    assert pair_tasks.time_limit_record([timer, no_limit]) == {
+        "stopped_by_time_limit": False
+    }
+    tight = pair_tasks.TimeLimit(1e-9)  # past it after the first epoch
+    history = fit(small_model(), 3, [tight])
+    assert len(history.history["loss"]) == 1
+    record = pair_tasks.time_limit_record([tight])
+    assert record["stopped_by_time_limit"] is True
+    assert "not comparable" in record["notes"]["stopped_by_time_limit"]
