@@ -43,6 +43,7 @@ import argparse
 import contextlib
 import dataclasses
 import fnmatch
+import inspect
 import os
 import sys
 
@@ -397,7 +398,7 @@ def add_config_flags(parser, config_cls):
             f"config_cls={config_cls!r}"
         )
     defaults = config_cls()
-    for field in dataclasses.fields(config_cls):
+    for field in own_fields_first(config_cls):
         spec = field_spec(field)
         default = getattr(defaults, field.name)
         kind = _field_type(field)
@@ -419,6 +420,22 @@ def add_config_flags(parser, config_cls):
         names = [flag_name(field.name), *spec.get("aliases", ())]
         parser.add_argument(*names, help=text, **kwargs)
     return parser
+
+
+def own_fields_first(config_cls):
+    """The dataclass's fields for `--help`: those its own class declares
+    first, then each base class's, nearest first (an application's flags
+    before the ones it shares with other applications); in declaration
+    order within a class."""
+    mro = config_cls.__mro__
+
+    def declared_by(field):
+        for depth, cls in enumerate(mro):
+            if field.name in inspect.get_annotations(cls):
+                return depth
+        return len(mro)
+
+    return sorted(dataclasses.fields(config_cls), key=declared_by)
 
 
 class ArgumentParser(argparse.ArgumentParser):

@@ -73,6 +73,21 @@ def test_help_names_every_field_with_its_default(capsys):
     assert cli.SHARED_FLAGS["data_dir"]["help"][:30] in " ".join(text.split())
 
 
+def test_help_lists_an_applications_own_flags_before_the_shared_ones(capsys):
+    @dataclasses.dataclass
+    class Task(Config):
+        model: str = "resan"
+        epochs: int = 12  # a shared field given a new default
+
+    with pytest.raises(SystemExit):
+        cli.parse_config(Task, ["--help"])
+    text = capsys.readouterr().out
+    own = [text.index(f"--{name} ") for name in ("model", "epochs")]
+    shared = [text.index(f"--{name} ") for name in ("data-dir", "rate")]
+    assert max(own) < min(shared), text
+    assert cli.parse_config(Task, []).epochs == 12
+
+
 def test_a_non_dataclass_is_refused():
     with pytest.raises(TypeError, match="config_cls"):
         cli.add_config_flags(None, dict)
