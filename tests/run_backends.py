@@ -34,6 +34,12 @@ ALL_BACKENDS = ("tensorflow", "jax", "torch")
 LONGEST_FIRST = ("jax", "tensorflow", "torch")
 COUNT_PATTERN = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed)")
 CROSS_TEST = pathlib.Path(__file__).with_name("cross_backend_test.py")
+TEST_XLA_FLAGS = " ".join(
+    [
+        "--xla_backend_optimization_level=0",
+        "--xla_llvm_disable_expensive_passes=true",
+    ]
+)
 
 
 def usable_cpus():
@@ -82,6 +88,11 @@ class Run:
         self.cpu = cpu
         env = dict(os.environ, KERAS_BACKEND=self.backend)
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        # Most of the suite's time on jax is XLA compiling many small
+        # programs once each: compiled with less optimization they compile
+        # faster and run the same tests (CONTRIBUTING.md has the timings).
+        # XLA_FLAGS set by the caller win.
+        env.setdefault("XLA_FLAGS", TEST_XLA_FLAGS)
         pin = None
         if cpu is not None:
 
