@@ -36,7 +36,13 @@ SIGNAL_AT_STEP = 13  # the 3rd step of epoch 2 (10 steps per epoch)
 EXIT_SECONDS = 60
 
 WRAPPER = r"""
-import os, runpy, sys, time
+import os, runpy, signal, sys, time
+
+# As in a terminal: Ctrl-C raises KeyboardInterrupt. A suite started in
+# the background by a non-interactive shell has SIGINT ignored, and a
+# child inherits that; the run then never sees the signal.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 import keras
 
 signal_at_step = int(os.environ.get("SIGNAL_AT_STEP", "0"))
