@@ -3,6 +3,7 @@
 import importlib.util
 import pathlib
 
+import keras
 import pytest
 
 from keras_attention import data
@@ -41,6 +42,18 @@ def needs_data(*names):
         not data_available(*names),
         reason=f"needs the data files {', '.join(names)}",
     )
+
+
+# An application feature whose code is the application's own Python (flags,
+# checkpoints, averaging, resuming), the same on every backend, tested on
+# tensorflow and torch; jax spends minutes compiling each application run
+# (the jax run is the suite's longest). Each application's plain smoke run
+# still runs on jax.
+not_on_jax = pytest.mark.skipif(
+    keras.backend.backend() == "jax",
+    reason="application feature, the same on every backend: tested on "
+    "tensorflow and torch; jax runs the plain smoke run",
+)
 
 
 SERVING_CLIENT = ROOT / "tests" / "export" / "serving_client.py"

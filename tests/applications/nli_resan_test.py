@@ -14,20 +14,15 @@ from keras_attention.training import pair_tasks
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "applications" / "nli" / "train.py"
 
-# The second smoke run of each test below trains the same pipeline with
-# another optimizer split; it runs on tensorflow and torch only.
-NOT_ON_JAX = pytest.mark.skipif(
-    keras.backend.backend() == "jax",
-    reason="jax: the slowest backend to compile a run; the split optimizer "
-    "itself is tested on every backend in tests/models/resan_test.py",
-)
-
 
 def load_script():
     return helpers.load_script(SCRIPT, "nli_train_resan")
 
 
+# ReSAN trains through an application on jax in relatedness_test.py's smoke
+# run; the NLI head is tested on jax in tests/models/resan_test.py.
 @helpers.needs_data(*helpers.SICK_AND_GLOVE)
+@helpers.not_on_jax
 @pytest.mark.parametrize(
     "flags",
     [
@@ -35,7 +30,6 @@ def load_script():
         pytest.param(
             ["--sampler-optimizer", "adadelta", "--ema-momentum", "0.9"],
             id="adadelta_ema",
-            marks=NOT_ON_JAX,
         ),
     ],
 )

@@ -235,6 +235,7 @@ def test_bucketed_batches_cover_every_pair_once_and_cut_padding():
 
 
 @needs_data
+@helpers.not_on_jax
 def test_initial_weights_continue_an_earlier_run(tmp_path):
     train = load_script()
     common = ["--smoke", "--model", "bow", "--dataset", "sick"]
@@ -278,6 +279,7 @@ def test_initial_weights_continue_an_earlier_run(tmp_path):
 
 
 @needs_data
+@helpers.not_on_jax
 def test_initial_weights_that_do_not_fit_are_named(tmp_path):
     train = load_script()
     config = train.parse_args(
@@ -317,6 +319,7 @@ def test_initial_weights_that_do_not_fit_are_named(tmp_path):
 
 
 @needs_data
+@helpers.not_on_jax
 def test_average_last_ends_with_the_mean_of_the_last_epochs(tmp_path):
     train = load_script()
     config = train.parse_args(
@@ -425,6 +428,7 @@ def test_moving_average_callbacks_show_the_average_between_them():
 
 
 @needs_data
+@helpers.not_on_jax
 def test_ema_momentum_keeps_the_best_averaged_model(tmp_path):
     train = load_script()
     config = train.parse_args(
