@@ -56,6 +56,15 @@ not_on_jax = pytest.mark.skipif(
 )
 
 
+# A second smoke run of an application with other flags of the same
+# pipeline (another optimizer split): run once, in the tensorflow run; the
+# split itself is tested on every backend in tests/models/resan_test.py.
+second_smoke_run = pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow",
+    reason="a second smoke run of the same pipeline: run once, on tensorflow",
+)
+
+
 SERVING_CLIENT = ROOT / "tests" / "export" / "serving_client.py"
 
 

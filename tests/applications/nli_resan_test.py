@@ -30,6 +30,7 @@ def load_script():
         pytest.param(
             ["--sampler-optimizer", "adadelta", "--ema-momentum", "0.9"],
             id="adadelta_ema",
+            marks=helpers.second_smoke_run,
         ),
     ],
 )

@@ -23,14 +23,6 @@ METRIC_KEYS = (
     "stopped_by_time_limit",
 )
 
-# The second smoke run of each test below trains the same pipeline with
-# another optimizer split; it runs on tensorflow and torch only.
-NOT_ON_JAX = pytest.mark.skipif(
-    keras.backend.backend() == "jax",
-    reason="jax: the slowest backend to compile a run; the split optimizer "
-    "itself is tested on every backend in tests/models/resan_test.py",
-)
-
 
 def load_script():
     return helpers.load_script(SCRIPT, "relatedness_train")
@@ -45,7 +37,7 @@ def load_script():
             # The authors' sampler training: Adadelta, no baseline.
             ["--sampler-optimizer", "adadelta", "--baseline", "none"],
             id="adadelta",
-            marks=NOT_ON_JAX,
+            marks=helpers.second_smoke_run,
         ),
     ],
 )
